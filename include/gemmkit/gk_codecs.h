@@ -1,0 +1,105 @@
+/* Software codecs: float16 and bfloat16 <-> float32 (exact widening, round-to-nearest-even
+ * narrowing) and the four ONNX float8 formats.  Scalar forms are inline so any driver can
+ * convert while packing; bulk and float8 forms live in src/csrc/gk_codecs.c. */
+#ifndef GEMMKIT_GK_CODECS_H
+#define GEMMKIT_GK_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+static inline float gk_bits_to_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t gk_f32_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* bfloat16 -> float32: exact (bf16 is the top half of an f32). */
+static inline float gk_bf16_to_f32(uint16_t h) { return gk_bits_to_f32((uint32_t)h << 16); }
+
+/* float32 -> bfloat16, round to nearest even; NaN stays a (quiet) NaN. */
+static inline uint16_t gk_f32_to_bf16(float f)
+{
+    uint32_t u = gk_f32_to_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* cannot carry past the sign: +inf stays +inf */
+    return (uint16_t)(u >> 16);
+}
+
+/* float16 -> float32: exact, subnormals and NaN payloads included. */
+static inline float gk_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f)
+        return gk_bits_to_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* subnormal: man * 2^-24, exact in float32 */
+        float v = (float)man * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    return gk_bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+/* float32 -> float16, round to nearest even; overflow -> inf, NaN stays NaN. */
+static inline uint16_t gk_f32_to_f16(float f)
+{
+    uint32_t u = gk_f32_to_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* >= 65520: rounds to inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u) {
+        /* result is subnormal or zero: value = a_f * 2^24 rounded to integer (RNE) */
+        if (a < 0x33000000u) /* < 2^-25: rounds to zero (2^-25 itself ties to even 0) */
+            return sign;
+        {
+            uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+            uint32_t shift = 126u - e; /* in [14, 24] for e in [102, 112] */
+            uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+            if (rem > half || (rem == half && (q & 1u)))
+                q++;
+            return (uint16_t)(sign | q);
+        }
+    }
+    a += 0xfffu + ((a >> 13) & 1u) - 0x38000000u; /* rebias 127 -> 15 with RNE on 13 bits */
+    return (uint16_t)(sign | (a >> 13));
+}
+
+/* ---- float8 (src/csrc/gk_codecs.c) ---- */
+enum gk_fp8_format {
+    GK_F8E4M3FN = 0,   /* bias 7, no inf, NaN = S.1111.111, max 448 */
+    GK_F8E4M3FNUZ = 1, /* bias 8, no inf, no -0, NaN = 0x80, max 240 */
+    GK_F8E5M2 = 2,     /* bias 15, IEEE-like: inf, NaN, max 57344 */
+    GK_F8E5M2FNUZ = 3, /* bias 16, no inf, no -0, NaN = 0x80, max 57344 */
+};
+
+/* Exact decode of all 256 codes of each format (a table). */
+extern const float gk_fp8_decode_table[4][256];
+static inline float gk_fp8_decode(uint8_t v, int fmt) { return gk_fp8_decode_table[fmt][v]; }
+
+/* Encode with round to nearest even from the exact input value.
+ * saturate=1 (ONNX QuantizeLinear/Cast saturate=1): a value whose rounding exceeds the
+ *   largest finite, and +-inf, give +-max finite; NaN gives NaN.
+ * saturate=0 (ONNX saturate=0, same as ml_dtypes' cast): overflow gives inf where the
+ *   format has one (E5M2), else NaN; inf likewise. */
+uint8_t gk_fp8_encode_f32(float x, int fmt, int saturate);
+uint8_t gk_fp8_encode_f64(double x, int fmt, int saturate);
+
+void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt);
+void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
+
+/* Bulk conversions (dispatch to F16C/AVX2 code where the CPU has it). */
+void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
+void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

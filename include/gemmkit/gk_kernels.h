@@ -1,0 +1,25 @@
+/* Every int8 kernel family that may be compiled in.  Each is defined in its own ISA file
+ * (src/csrc/x86/gk_qgemm_u8s8_<isa>.c, src/csrc/arm/...) and listed by the dispatcher
+ * only when the build defined GK_HAVE_<ISA>. */
+#ifndef GEMMKIT_GK_KERNELS_H
+#define GEMMKIT_GK_KERNELS_H
+
+#include "gk_qgemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_sse41;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_avx2;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_avxvnni;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_neon;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_neondot;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_i8mm;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,137 @@
+/* The int8 GEMM contract: micro-kernel signature, packing format, fused epilogue.
+ *
+ * Every sign combination of MatMulInteger / QLinearMatMul is mapped onto ONE canonical
+ * problem before any kernel runs:
+ *     a' = A ^ a_xor  (uint8)    a_xor = 0x80 when A is int8  (a' = A + 128), else 0
+ *     b' = B ^ b_xor  (int8)     b_xor = 0x80 when B is uint8 (b' = B - 128), else 0
+ * and the sign shift is folded into effective zero points (int32):
+ *     za = a_zero_point + (a_xor ? 128 : 0)      zb = b_zero_point - (b_xor ? 128 : 0)
+ * so that (A - a_zp)(B - b_zp) == (a' - za)(b' - zb) exactly.  Then, modulo 2**32,
+ *     Y[m,n] = sum_k a'[m,k] b'[k,n]  -  a_rowsum[m] * zb[n]  -  za[m] * b_colcorr[n]
+ *     a_rowsum[m]  = sum_k a'[m,k]
+ *     b_colcorr[n] = sum_k b'[k,n] - K * zb[n]
+ * Every product a'*b' lies in [-32640, 32385], so any exact int32 accumulation order is
+ * bit-identical; only the final int32 sums wrap (the one overflow ONNX allows).
+ * Kernels must never add two 8-bit products in a 16-bit lane (vpmaddubsw, smlal to int16).
+ *
+ * All int32 arithmetic on sums is done in uint32_t in C (defined wrap-around).
+ */
+#ifndef GEMMKIT_GK_QGEMM_H
+#define GEMMKIT_GK_QGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Output kinds of the fused epilogue. */
+enum gk_qout {
+    GK_QOUT_I32 = 0, /* MatMulInteger: store Y (int32) */
+    GK_QOUT_U8 = 1,  /* QLinearMatMul: requantize to uint8 */
+    GK_QOUT_S8 = 2,  /* QLinearMatMul: requantize to int8 */
+};
+
+/* Everything a kernel needs to finish an output tile without an int32 round trip.
+ * Arrays are indexed by the output row m in [0, M) / column n in [0, N) of the current
+ * 2-D matrix (one batch); per-tensor values are expanded to full arrays by the driver.
+ *
+ * Requantization (kind != I32), bit-exact and identical on every path:
+ *     mult = mult[m * mult_rs + n * mult_cs]          (float32, finite: the driver clamps
+ *                                                      +-inf to +-FLT_MAX, NaN is rejected)
+ *     x    = (double)Y[m,n] * (double)mult             (exact product rounding of double)
+ *     r    = nearbyint(x)                              (round half to even)
+ *     y    = clamp(r + y_zp[m * yzp_rs + n * yzp_cs], qmin, qmax)
+ * x is always finite (|Y| <= 2^31, |mult| <= FLT_MAX), so the clamp may be done in double.
+ * Strides are in elements and may be 0 (broadcast). */
+typedef struct gk_qepi {
+    int32_t kind;              /* enum gk_qout */
+    const int32_t *a_rowsum;   /* [M] */
+    const int32_t *a_zp;       /* [M] effective za */
+    const int32_t *b_zp;       /* [N] effective zb */
+    const int32_t *b_colcorr;  /* [N] colsum(b') - K*zb; NULL for small-M kernels (they
+                                  compute column sums of b' themselves while streaming B) */
+    const float *mult;         /* requant multipliers, see above (unused for I32) */
+    ptrdiff_t mult_rs, mult_cs;
+    const int32_t *y_zp;       /* output zero point (int32 value of the uint8/int8 zp) */
+    ptrdiff_t yzp_rs, yzp_cs;
+    void *y;                   /* output base of this 2-D matrix: int32_t*, uint8_t* or int8_t* */
+    ptrdiff_t ldy;             /* row stride of y in elements (column stride is 1) */
+    int32_t k;                 /* true K (not padded) */
+} gk_qepi;
+
+/* Packing functions.  Strides are in BYTES and may be negative or zero.
+ * pack_a: rows [0, mc) x cols [0, k) of A (first element at `a`), xor'ed with a_xor, into
+ *   ceil(mc/mr) panels of mr rows, each panel kp = round_up(k, kstep) deep; padding rows
+ *   and padding k are zero (a zero a' contributes nothing).  rowsum[i] = sum_k a'[i,k]
+ *   for the mc real rows.
+ * pack_b: rows [0, k) x cols [0, nc) of B into ceil(nc/nr) panels of nr columns,
+ *   kp deep, zero padded; colsum[j] = sum_k b'[k,j] for the nc real columns.
+ * The layout inside a panel is private to the kernel that declares it. */
+typedef void (*gk_qpack_a_fn)(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
+                              uint8_t a_xor, void *dst, int32_t *rowsum);
+typedef void (*gk_qpack_b_fn)(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
+                              uint8_t b_xor, void *dst, int32_t *colsum);
+
+/* Micro-kernel: one tile of mr_valid <= mr rows and nr_valid <= nr columns whose top-left
+ * output element is (m0, n0).  a_panel / b_panel point at the tile's packed panels, kp
+ * deep (a multiple of kstep).  Computes the int32 dot products and applies `epi` for
+ * the valid part of the tile, writing straight to epi->y. */
+typedef void (*gk_qgemm_ukernel_fn)(int mr_valid, int nr_valid, int kp,
+                                    const void *a_panel, const void *b_panel,
+                                    const gk_qepi *epi, int m0, int n0);
+
+/* Small-M path (M <= smallm_max), no packing: streams B once straight from memory.
+ * Requires B rows to be contiguous (b_cs == 1); A is any strided.  Computes the column
+ * sums of b' itself (epi->b_colcorr is NULL) and applies the full epilogue for all
+ * m in [0, m), n in [0, n).  epi->a_rowsum is provided by the caller. */
+typedef void (*gk_qgemm_smallm_fn)(int m, int n, int k,
+                                   const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs, uint8_t a_xor,
+                                   const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor,
+                                   const gk_qepi *epi);
+
+/* A kernel family: the micro-kernel, its packing format and its tile sizes, chosen
+ * together.  Packed panel sizes in bytes:
+ *     A: ceil(mc/mr)*mr * kp * a_elem_bytes      B: ceil(nc/nr)*nr * kp * b_elem_bytes */
+typedef struct gk_qgemm_kernel {
+    const char *isa;           /* "scalar", "sse41", "avx2", "avx512vnni", "avxvnni", "neon", ... */
+    int mr, nr, kstep;
+    int a_elem_bytes, b_elem_bytes;
+    gk_qpack_a_fn pack_a;
+    gk_qpack_b_fn pack_b;
+    gk_qgemm_ukernel_fn ukernel;
+    int smallm_max;            /* 0 = no small-M path */
+    gk_qgemm_smallm_fn smallm;
+} gk_qgemm_kernel;
+
+/* The scalar oracle (src/csrc/gk_qgemm_u8s8_scalar.c), always present. */
+extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
+
+/* The reference epilogue for one int32 value: SIMD paths must equal it bit for bit. */
+static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
+{
+    uint32_t y = dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n]
+                     - (uint32_t)e->a_zp[m] * (uint32_t)e->b_colcorr[n];
+    if (e->kind == GK_QOUT_I32) {
+        ((int32_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int32_t)y;
+        return;
+    }
+    {
+        double x = (double)(int32_t)y * (double)e->mult[m * e->mult_rs + n * e->mult_cs];
+        double r = nearbyint(x) + (double)e->y_zp[m * e->yzp_rs + n * e->yzp_cs];
+        if (e->kind == GK_QOUT_U8) {
+            r = r < 0.0 ? 0.0 : (r > 255.0 ? 255.0 : r);
+            ((uint8_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (uint8_t)(int)r;
+        } else {
+            r = r < -128.0 ? -128.0 : (r > 127.0 ? 127.0 : r);
+            ((int8_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int8_t)(int)r;
+        }
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

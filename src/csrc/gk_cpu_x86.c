@@ -1,0 +1,80 @@
+/* x86 feature detection: CPUID for what the CPU has, XGETBV for what the OS saves.
+ * A 256-bit path needs XCR0 bits 1-2 (SSE, AVX state); a 512-bit path also bits 5-7
+ * (opmask, ZMM_Hi256, Hi16_ZMM).  Runs no SIMD instruction. */
+#include "gemmkit/gk_dispatch.h"
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
+{
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (unsigned)v[0]; r[1] = (unsigned)v[1]; r[2] = (unsigned)v[2]; r[3] = (unsigned)v[3];
+}
+static unsigned long long xgetbv0(void) { return _xgetbv(0); }
+#else
+#include <cpuid.h>
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
+{
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
+static unsigned long long xgetbv0(void)
+{
+    unsigned lo, hi;
+    /* xgetbv: encoded by hand so the baseline build needs no -mxsave */
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+#endif
+
+unsigned gk_cpu_features_x86(void)
+{
+    unsigned r[4], f = 0, max_leaf;
+    cpuid(0, 0, r);
+    max_leaf = r[0];
+    if (max_leaf < 1)
+        return 0;
+    cpuid(1, 0, r);
+    unsigned ecx1 = r[2];
+    if (ecx1 & (1u << 19))
+        f |= GK_CPU_SSE41;
+    int osxsave = (ecx1 >> 27) & 1, avx = (ecx1 >> 28) & 1;
+    unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+    int ymm_os = (xcr0 & 0x6) == 0x6;
+    int zmm_os = ymm_os && (xcr0 & 0xe0) == 0xe0;
+    if (!(avx && ymm_os))
+        return f;
+    if (ecx1 & (1u << 12))
+        f |= GK_CPU_FMA;
+    if (ecx1 & (1u << 29))
+        f |= GK_CPU_F16C;
+    if (max_leaf < 7)
+        return f;
+    cpuid(7, 0, r);
+    unsigned ebx7 = r[1], ecx7 = r[2], max_sub7 = r[0];
+    if (ebx7 & (1u << 5))
+        f |= GK_CPU_AVX2;
+    if (max_sub7 >= 1) {
+        cpuid(7, 1, r);
+        if ((r[0] & (1u << 4)) && (f & GK_CPU_AVX2))
+            f |= GK_CPU_AVXVNNI;
+        if (zmm_os && (r[0] & (1u << 5)) && (ebx7 & (1u << 16)))
+            f |= GK_CPU_AVX512BF16;
+    }
+    if (zmm_os && (ebx7 & (1u << 16))) {
+        f |= GK_CPU_AVX512F;
+        if (ebx7 & (1u << 30))
+            f |= GK_CPU_AVX512BW;
+        if (ebx7 & (1u << 31))
+            f |= GK_CPU_AVX512VL;
+        if (ecx7 & (1u << 11))
+            f |= GK_CPU_AVX512VNNI;
+    }
+    return f;
+}
+
+#else
+typedef int gk_cpu_x86_unused;
+#endif

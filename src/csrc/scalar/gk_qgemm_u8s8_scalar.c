@@ -1,0 +1,78 @@
+/* The scalar int8 oracle: every SIMD path must equal it bit for bit.
+ * Built without auto-vectorisation (setup.py's "scalar" group).
+ *
+ * Packing format (kstep 1, one byte per element):
+ *   A panel: kp x MR bytes, element (i, k) at [k * MR + i]
+ *   B panel: kp x NR bytes, element (k, j) at [k * NR + j]
+ * Sums are kept in uint32_t: wrap-around modulo 2**32 is exactly ONNX's int32 overflow. */
+#include "gemmkit/gk_qgemm.h"
+
+#define MR 4
+#define NR 4
+
+static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
+                   uint8_t a_xor, void *dst, int32_t *rowsum)
+{
+    uint8_t *d = (uint8_t *)dst;
+    for (int i0 = 0; i0 < mc; i0 += MR) {
+        for (int kk = 0; kk < k; kk++) {
+            for (int i = 0; i < MR; i++) {
+                int row = i0 + i;
+                d[(ptrdiff_t)kk * MR + i] =
+                    row < mc ? (uint8_t)(a[row * rs + kk * cs] ^ a_xor) : 0;
+            }
+        }
+        d += (ptrdiff_t)k * MR;
+    }
+    for (int i = 0; i < mc; i++) {
+        uint32_t s = 0;
+        for (int kk = 0; kk < k; kk++)
+            s += (uint8_t)(a[i * rs + kk * cs] ^ a_xor);
+        rowsum[i] = (int32_t)s;
+    }
+}
+
+static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
+                   uint8_t b_xor, void *dst, int32_t *colsum)
+{
+    int8_t *d = (int8_t *)dst;
+    for (int j0 = 0; j0 < nc; j0 += NR) {
+        for (int kk = 0; kk < k; kk++) {
+            for (int j = 0; j < NR; j++) {
+                int col = j0 + j;
+                d[(ptrdiff_t)kk * NR + j] =
+                    col < nc ? (int8_t)(b[kk * rs + col * cs] ^ b_xor) : 0;
+            }
+        }
+        d += (ptrdiff_t)k * NR;
+    }
+    for (int j = 0; j < nc; j++) {
+        uint32_t s = 0;
+        for (int kk = 0; kk < k; kk++)
+            s += (uint32_t)(int32_t)(int8_t)(b[kk * rs + j * cs] ^ b_xor);
+        colsum[j] = (int32_t)s;
+    }
+}
+
+static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
+                    const void *b_panel, const gk_qepi *epi, int m0, int n0)
+{
+    const uint8_t *a = (const uint8_t *)a_panel;
+    const int8_t *b = (const int8_t *)b_panel;
+    uint32_t acc[MR][NR] = {{0}};
+    for (int kk = 0; kk < kp; kk++) {
+        for (int i = 0; i < MR; i++) {
+            for (int j = 0; j < NR; j++) {
+                /* |a*b| <= 255*128: one exact product, added in 32 bits */
+                acc[i][j] += (uint32_t)((int32_t)a[kk * MR + i] * (int32_t)b[kk * NR + j]);
+            }
+        }
+    }
+    for (int i = 0; i < mr_valid; i++)
+        for (int j = 0; j < nr_valid; j++)
+            gk_qepi_store1(epi, m0 + i, n0 + j, acc[i][j]);
+}
+
+const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
+    "scalar", MR, NR, 1, 1, 1, pack_a, pack_b, ukernel, 0, 0,
+};
