@@ -73,8 +73,11 @@ _Q_NAMES = ("uint8, int8, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2 or float8_
 
 
 cdef inline int _qtype(cnp.ndarray x):
+    return _qtype_num(cnp.PyArray_TYPE(x))
+
+
+cdef inline int _qtype_num(int t):
     """0 uint8, 1 int8, 2..5 float8 formats (gk_qtype), -1 anything else."""
-    cdef int t = cnp.PyArray_TYPE(x)
     if t == cnp.NPY_UINT8:
         return 0
     if t == cnp.NPY_INT8:
@@ -91,63 +94,106 @@ cdef inline cnp.ndarray _arr(x):
     return np.asarray(x)
 
 
-cdef cnp.ndarray _zero_point(z, cnp.ndarray t, str name, str tname):
-    """A zero point as an array of its tensor's dtype (TypeError if the dtype differs).
+cdef class _Small:
+    """A zero point or scale: a size-1 value is held in `value`/`fvalue` (per-tensor, no
+    array is made); a larger one keeps its array (`arr`, float32 for scales).  `orig`
+    is what the caller passed, for messages."""
+    cdef uint8_t value
+    cdef float fvalue
+    cdef object arr
+    cdef object orig
+    cdef const void *ptr
+
+
+cdef inline int _scalar_typenum(x):
+    cdef cnp.dtype d = cnp.PyArray_DescrFromScalar(x)
+    return d.type_num
+
+
+cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
+    """A zero point of its tensor's dtype (type number tt; TypeError if it differs).
     Python ints are accepted for uint8/int8 tensors when in range."""
+    cdef _Small r = _Small.__new__(_Small)
     cdef cnp.ndarray za
+    r.orig = z
+    r.ptr = &r.value
+    if isinstance(z, np.generic):
+        if _scalar_typenum(z) != tt:
+            raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
+                            f"got {z.dtype}")
+        cnp.PyArray_ScalarAsCtype(z, &r.value)
+        return r
     if isinstance(z, int) and not isinstance(z, bool):
-        if cnp.PyArray_TYPE(t) == cnp.NPY_UINT8:
+        if tt == cnp.NPY_UINT8:
             lo, hi = 0, 255
-        elif cnp.PyArray_TYPE(t) == cnp.NPY_INT8:
+        elif tt == cnp.NPY_INT8:
             lo, hi = -128, 127
         else:
-            raise TypeError(f"{name} must be an array of {tname}'s dtype {t.dtype}, "
+            raise TypeError(f"{name} must be an array of {tname}'s dtype {tdtype}, "
                             f"got a Python int")
         if not lo <= z <= hi:
-            raise ValueError(f"{name}={z} is out of range for {tname}'s dtype {t.dtype}")
-        return np.asarray(z, dtype=t.dtype)
+            raise ValueError(f"{name}={z} is out of range for {tname}'s dtype {tdtype}")
+        r.value = <uint8_t>(z & 0xff)
+        return r
     za = _arr(z)
-    if cnp.PyArray_TYPE(za) != cnp.PyArray_TYPE(t):
-        raise TypeError(f"{name} must have the same dtype as {tname} ({t.dtype}), "
+    if cnp.PyArray_TYPE(za) != tt:
+        raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
                         f"got {za.dtype}")
-    return za
+    if cnp.PyArray_SIZE(za) == 1:
+        r.value = (<uint8_t *>cnp.PyArray_DATA(za))[0]
+        return r
+    r.arr = za
+    r.ptr = cnp.PyArray_DATA(za)
+    return r
 
 
-cdef class _Scale:
-    """A float32 view of a scale: `ptr` points at float32 data laid out like `arr`
-    (a size-1 scale is read into `value`, no array is made)."""
-    cdef float value
-    cdef cnp.ndarray arr
-    cdef const float *ptr
+cdef inline float _check_scale_value(float v, str name, bint is_y) except? -1.0:
+    if not isfinite(v) or (is_y and v == 0):
+        raise ValueError(f"{name} must be finite{' and nonzero' if is_y else ''}, got {v}")
+    return v
 
 
-cdef _Scale _scale(s, str name, bint is_y):
-    cdef _Scale r = _Scale.__new__(_Scale)
-    cdef cnp.ndarray sa = _arr(s) if not isinstance(s, float) else np.asarray(s, np.float32)
-    cdef int t = cnp.PyArray_TYPE(sa)
-    cdef float v
+cdef _Small _scale(s, str name, bint is_y):
+    """A scale as float32 (float16/bfloat16 widened exactly)."""
+    cdef _Small r = _Small.__new__(_Small)
+    cdef cnp.ndarray sa
+    cdef int t
+    cdef uint16_t h
+    r.orig = s
+    r.ptr = &r.fvalue
+    if isinstance(s, float):
+        r.fvalue = _check_scale_value(<float>(<double>s), name, is_y)
+        return r
+    if isinstance(s, np.generic):
+        t = _scalar_typenum(s)
+        if t == cnp.NPY_FLOAT32:
+            cnp.PyArray_ScalarAsCtype(s, &r.fvalue)
+        elif t == cnp.NPY_FLOAT16 or t == _BF16_NUM:
+            cnp.PyArray_ScalarAsCtype(s, &h)
+            r.fvalue = gk_f16_to_f32(h) if t == cnp.NPY_FLOAT16 else gk_bf16_to_f32(h)
+        else:
+            raise TypeError(f"{name} must be float32, float16 or bfloat16, got {s.dtype}")
+        _check_scale_value(r.fvalue, name, is_y)
+        return r
+    sa = _arr(s)
+    t = cnp.PyArray_TYPE(sa)
     if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:
         raise TypeError(f"{name} must be float32, float16 or bfloat16, got {sa.dtype}")
     if cnp.PyArray_SIZE(sa) == 1:
         if t == cnp.NPY_FLOAT32:
-            v = (<float *>cnp.PyArray_DATA(sa))[0]
-        elif t == cnp.NPY_FLOAT16:
-            v = gk_f16_to_f32((<uint16_t *>cnp.PyArray_DATA(sa))[0])
+            r.fvalue = (<float *>cnp.PyArray_DATA(sa))[0]
         else:
-            v = gk_bf16_to_f32((<uint16_t *>cnp.PyArray_DATA(sa))[0])
-        if not isfinite(v) or (is_y and v == 0):
-            raise ValueError(f"{name} must be finite{' and nonzero' if is_y else ''}, got {v}")
-        r.value = v
-        r.arr = sa
-        r.ptr = &r.value
+            h = (<uint16_t *>cnp.PyArray_DATA(sa))[0]
+            r.fvalue = gk_f16_to_f32(h) if t == cnp.NPY_FLOAT16 else gk_bf16_to_f32(h)
+        _check_scale_value(r.fvalue, name, is_y)
         return r
     # Widening f16/bf16 -> f32 is exact, so NumPy's cast is the definition.
     r.arr = np.ascontiguousarray(sa, dtype=np.float32)
-    if r.arr.size and not np.isfinite(r.arr).all():
+    if not np.isfinite(r.arr).all():
         raise ValueError(f"{name} must be finite, got non-finite values")
     if is_y and (r.arr == 0).any():
         raise ValueError(f"{name} must be nonzero, got a zero")
-    r.ptr = <const float *>cnp.PyArray_DATA(r.arr)
+    r.ptr = cnp.PyArray_DATA(r.arr)
     return r
 
 
@@ -159,7 +205,11 @@ cdef str _shape_str(tuple s):
     return "(" + ", ".join(str(x) for x in s) + (",)" if len(s) == 1 else ")")
 
 
-cdef int _layout(cnp.ndarray z, int side, str name, str who, Py_ssize_t M, Py_ssize_t N,
+cdef str _who(cnp.ndarray a, cnp.ndarray b, str an, str bn):
+    return f"{an} {_shape_str(_pyshape(a))} @ {bn} {_shape_str(_pyshape(b))}"
+
+
+cdef int _layout(cnp.ndarray z, int side, str name, tuple ctx, Py_ssize_t M, Py_ssize_t N,
                  int nb, Py_ssize_t *bshape, ptrdiff_t *rs, ptrdiff_t *cs,
                  Py_ssize_t *bst) except -1:
     """Zero-point/scale layout.  side 0: rows of a (per-tensor, [M], [..., M, 1]);
@@ -176,6 +226,15 @@ cdef int _layout(cnp.ndarray z, int side, str name, str who, Py_ssize_t M, Py_ss
         bst[i] = 0
     if cnp.PyArray_SIZE(z) == 1:
         return 0
+    if side == 0 and nd == 1 and shp[0] == M:
+        rs[0] = st[0] // isz
+        return 0
+    if side == 1 and nd == 1 and shp[0] == N:
+        cs[0] = st[0] // isz
+        return 0
+    if side == 2 and nd == 1 and shp[0] == M:
+        rs[0] = st[0] // isz
+        return 0
     if side == 0:
         expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, 1]"
     elif side == 1:
@@ -183,18 +242,8 @@ cdef int _layout(cnp.ndarray z, int side, str name, str who, Py_ssize_t M, Py_ss
     else:
         expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, N]"
     bad = ValueError(f"{name} has shape {_shape_str(_pyshape(z))}; expected {expect} "
-                     f"for {who}")
-    if nd == 1:
-        if side == 1:
-            if shp[0] != N:
-                raise bad
-            cs[0] = st[0] // isz
-        else:
-            if shp[0] != M:
-                raise bad
-            rs[0] = st[0] // isz
-        return 0
-    if nd == 0:
+                     f"for {_who(ctx[0], ctx[1], ctx[2], ctx[3])}")
+    if nd <= 1:
         raise bad
     zr = shp[nd - 2]
     zc = shp[nd - 1]
@@ -244,8 +293,8 @@ cdef tuple _batch_shape(cnp.ndarray a, cnp.ndarray b, str an, str bn):
                          f"{_shape_str(_pyshape(b))} do not broadcast") from None
 
 
-cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, azp, bzp,
-                     _Scale a_s, _Scale b_s, _Scale y_s, cnp.ndarray yzp,
+cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
+                     _Small a_s, _Small b_s, _Small y_s, _Small yzp,
                      int ta, int tb, int ty, str an, str bn):
     """Shared shape logic, output allocation and the nogil batch loop."""
     cdef int nda = cnp.PyArray_NDIM(a), ndb = cnp.PyArray_NDIM(b)
@@ -276,7 +325,7 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, azp, bzp,
                          f"{an} {_shape_str(_pyshape(a))}, {bn} {_shape_str(_pyshape(b))}")
     if N == 1:
         b_cs = 1    # a single column: its stride is never used; lets small-M paths run
-    cdef tuple bshape_t = _batch_shape(a, b, an, bn)
+    cdef tuple bshape_t = _batch_shape(a, b, an, bn) if nda > 2 or ndb > 2 else ()
     cdef int nb = len(bshape_t), i, op_i
     cdef Py_ssize_t bshape[_MAXD]
     cdef Py_ssize_t bst[_NOPS][_MAXD]
@@ -284,7 +333,7 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, azp, bzp,
     for i in range(nb):
         bshape[i] = bshape_t[i]
         nbatch *= bshape[i]
-    who = f"{an} {_shape_str(_pyshape(a))} @ {bn} {_shape_str(_pyshape(b))}"
+    ctx = (a, b, an, bn)
     _check_batch(a, nb, bshape, bst[_OP_A])
     _check_batch(b, nb, bshape, bst[_OP_B])
 
@@ -316,35 +365,57 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, azp, bzp,
         for i in range(nb):
             bst[op_i][i] = 0
     cdef ptrdiff_t dummy
-    cdef cnp.ndarray za, zb
     if azp is not None:
-        za = <cnp.ndarray>azp
-        _layout(za, 0, "a_zero_point", who, M, N, nb, bshape, &p.a_zp_rs, &dummy, bst[_OP_AZP])
-        p.a_zp = <const uint8_t *>cnp.PyArray_DATA(za)
+        if azp.arr is not None:
+            _layout(azp.arr, 0, "a_zero_point", ctx, M, N, nb, bshape, &p.a_zp_rs, &dummy,
+                    bst[_OP_AZP])
+        p.a_zp = <const uint8_t *>azp.ptr
     if bzp is not None:
-        zb = <cnp.ndarray>bzp
-        _layout(zb, 1, "b_zero_point", who, M, N, nb, bshape, &dummy, &p.b_zp_cs, bst[_OP_BZP])
-        p.b_zp = <const uint8_t *>cnp.PyArray_DATA(zb)
+        if bzp.arr is not None:
+            _layout(bzp.arr, 1, "b_zero_point", ctx, M, N, nb, bshape, &dummy, &p.b_zp_cs,
+                    bst[_OP_BZP])
+        p.b_zp = <const uint8_t *>bzp.ptr
     if ty == -2:
         p.out_kind = GK_QOUT_I32
-        dtype = np.int32
+        out_type = cnp.NPY_INT32
+        out_descr = None
     else:
         p.out_kind = GK_QOUT_U8 if ty == 0 else GK_QOUT_S8
-        dtype = yzp.dtype
-        _same_shape(a_s.arr, azp, "a_scale", "a_zero_point")
-        _same_shape(b_s.arr, bzp, "b_scale", "b_zero_point")
-        _same_shape(y_s.arr, yzp, "y_scale", "y_zero_point")
-        _layout(a_s.arr, 0, "a_scale", who, M, N, nb, bshape, &p.as_rs, &dummy, bst[_OP_AS])
-        _layout(b_s.arr, 1, "b_scale", who, M, N, nb, bshape, &dummy, &p.bs_cs, bst[_OP_BS])
-        _layout(y_s.arr, 2, "y_scale", who, M, N, nb, bshape, &p.ys_rs, &p.ys_cs, bst[_OP_YS])
-        _layout(yzp, 2, "y_zero_point", who, M, N, nb, bshape, &p.yzp_rs, &p.yzp_cs, bst[_OP_YZP])
-        p.a_scale = a_s.ptr
-        p.b_scale = b_s.ptr
-        p.y_scale = y_s.ptr
-        p.y_zp = <const uint8_t *>cnp.PyArray_DATA(yzp)
+        out_type = cnp.NPY_UINT8 if ty == 0 else cnp.NPY_INT8
+        out_descr = None if ty < 2 else _F8_DTYPES[ty - 2]
+        _same_shape(a_s, azp, "a_scale", "a_zero_point")
+        _same_shape(b_s, bzp, "b_scale", "b_zero_point")
+        _same_shape(y_s, yzp, "y_scale", "y_zero_point")
+        if a_s.arr is not None:
+            _layout(a_s.arr, 0, "a_scale", ctx, M, N, nb, bshape, &p.as_rs, &dummy, bst[_OP_AS])
+        if b_s.arr is not None:
+            _layout(b_s.arr, 1, "b_scale", ctx, M, N, nb, bshape, &dummy, &p.bs_cs, bst[_OP_BS])
+        if y_s.arr is not None:
+            _layout(y_s.arr, 2, "y_scale", ctx, M, N, nb, bshape, &p.ys_rs, &p.ys_cs,
+                    bst[_OP_YS])
+        if yzp.arr is not None:
+            _layout(yzp.arr, 2, "y_zero_point", ctx, M, N, nb, bshape, &p.yzp_rs, &p.yzp_cs,
+                    bst[_OP_YZP])
+        p.a_scale = <const float *>a_s.ptr
+        p.b_scale = <const float *>b_s.ptr
+        p.y_scale = <const float *>y_s.ptr
+        p.y_zp = <const uint8_t *>yzp.ptr
 
-    out_shape = bshape_t + ((M,) if nda > 1 else ()) + ((N,) if ndb > 1 else ())
-    cdef cnp.ndarray y = np.empty(out_shape, dtype=dtype)
+    cdef cnp.npy_intp odims[_MAXD + 2]
+    cdef int ond = nb
+    for i in range(nb):
+        odims[i] = bshape[i]
+    if nda > 1:
+        odims[ond] = M
+        ond += 1
+    if ndb > 1:
+        odims[ond] = N
+        ond += 1
+    cdef cnp.ndarray y
+    if out_descr is None:
+        y = cnp.PyArray_EMPTY(ond, odims, out_type, 0)
+    else:
+        y = np.empty(tuple([odims[i] for i in range(ond)]), dtype=out_descr)
     if nbatch == 0 or M == 0 or N == 0:
         return y
     cdef Py_ssize_t ysz = cnp.PyArray_ITEMSIZE(y)
@@ -388,17 +459,17 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, azp, bzp,
                 idx[i] = 0
                 i -= 1
     if rc != 0:
-        raise MemoryError(f"{op}: out of memory for packing buffers ({who})")
+        raise MemoryError(f"{op}: out of memory for packing buffers ({_who(a, b, an, bn)})")
     return y
 
 
-cdef int _same_shape(cnp.ndarray s, z, str sn, str zn) except -1:
-    cdef cnp.ndarray za = <cnp.ndarray>z
-    if cnp.PyArray_SIZE(s) == 1 and cnp.PyArray_SIZE(za) == 1:
+cdef int _same_shape(_Small s, _Small z, str sn, str zn) except -1:
+    if s.arr is None and z.arr is None:
         return 0
-    if _pyshape(s) != _pyshape(za):
+    ss, zs = np.shape(s.orig), np.shape(z.orig)
+    if ss != zs:
         raise ValueError(f"{sn} and {zn} must have the same shape, got "
-                         f"{_shape_str(_pyshape(s))} and {_shape_str(_pyshape(za))}")
+                         f"{_shape_str(ss)} and {_shape_str(zs)}")
     return 0
 
 
@@ -416,8 +487,11 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
         raise TypeError(f"MatMulInteger: A must be {_INT8_NAMES}, got {a.dtype}")
     if tb != 0 and tb != 1:
         raise TypeError(f"MatMulInteger: B must be {_INT8_NAMES}, got {b.dtype}")
-    azp = None if a_zero_point is None else _zero_point(a_zero_point, a, "a_zero_point", "A")
-    bzp = None if b_zero_point is None else _zero_point(b_zero_point, b, "b_zero_point", "B")
+    cdef _Small azp = None, bzp = None
+    if a_zero_point is not None:
+        azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(a), a.dtype, "a_zero_point", "A")
+    if b_zero_point is not None:
+        bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(b), b.dtype, "b_zero_point", "B")
     return _qmatmul("MatMulInteger", a, b, azp, bzp, None, None, None, None,
                     ta, tb, -2, "A", "B")
 
@@ -432,20 +506,27 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     exactly in int32 and requantized bit-exactly (DESIGN.md §2); float8 inputs are
     dequantized and accumulated in float32; float8 outputs saturate (ONNX saturate=1).
     """
-    cdef cnp.ndarray aa = _arr(a), bb = _arr(b), yz
-    cdef int ta = _qtype(aa), tb = _qtype(bb), ty
+    cdef cnp.ndarray aa = _arr(a), bb = _arr(b)
+    cdef int ta = _qtype(aa), tb = _qtype(bb), ty, ynum
     if ta < 0:
         raise TypeError(f"QLinearMatMul: a must be {_Q_NAMES}, got {aa.dtype}")
     if tb < 0:
         raise TypeError(f"QLinearMatMul: b must be {_Q_NAMES}, got {bb.dtype}")
-    azp = _zero_point(a_zero_point, aa, "a_zero_point", "a")
-    bzp = _zero_point(b_zero_point, bb, "b_zero_point", "b")
-    yz = _arr(y_zero_point)
-    ty = _qtype(yz)
+    cdef _Small azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(aa), aa.dtype, "a_zero_point", "a")
+    cdef _Small bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(bb), bb.dtype, "b_zero_point", "b")
+    if isinstance(y_zero_point, np.generic):
+        ynum = _scalar_typenum(y_zero_point)
+        ydt = y_zero_point.dtype
+    else:
+        y_zero_point = _arr(y_zero_point)
+        ynum = cnp.PyArray_TYPE(<cnp.ndarray>y_zero_point)
+        ydt = y_zero_point.dtype
+    ty = _qtype_num(ynum)
     if ty < 0:
         raise TypeError(f"QLinearMatMul: y_zero_point (which fixes the output type) must be "
-                        f"{_Q_NAMES}, got {yz.dtype}")
-    cdef _Scale a_s = _scale(a_scale, "a_scale", False)
-    cdef _Scale b_s = _scale(b_scale, "b_scale", False)
-    cdef _Scale y_s = _scale(y_scale, "y_scale", True)
-    return _qmatmul("QLinearMatMul", aa, bb, azp, bzp, a_s, b_s, y_s, yz, ta, tb, ty, "a", "b")
+                        f"{_Q_NAMES}, got {ydt}")
+    cdef _Small yzp = _zero_point(y_zero_point, ynum, ydt, "y_zero_point", "y")
+    cdef _Small a_s = _scale(a_scale, "a_scale", False)
+    cdef _Small b_s = _scale(b_scale, "b_scale", False)
+    cdef _Small y_s = _scale(y_scale, "y_scale", True)
+    return _qmatmul("QLinearMatMul", aa, bb, azp, bzp, a_s, b_s, y_s, yzp, ta, tb, ty, "a", "b")
