@@ -66,45 +66,49 @@ static inline double s64_to_f64(uint64_t u)
     return u < ((uint64_t)1 << 63) ? (double)u : -(double)((uint64_t)0 - u);
 }
 
-static inline const char *c_at(const gk_gemm_epi *e, ptrdiff_t i, ptrdiff_t j)
-{
-    return e->c + i * e->c_rs + j * e->c_cs;
-}
-
-#define ROWS_COLS_LOOP(BODY)                                          \
-    for (int i = 0; i < rows; i++) {                                  \
-        ptrdiff_t m = m0 + i;                                         \
-        for (int j = 0; j < cols; j++) {                              \
-            ptrdiff_t n = n0 + j;                                     \
-            BODY                                                      \
-        }                                                             \
+/* Inside the loop: m, n = output indices; crow = C's row m (only formed when C is used,
+ * so a NULL C never takes part in pointer arithmetic); c_at(e, m, n) = C(m, n). */
+#define ROWS_COLS_LOOP(BODY)                                                   \
+    for (int i = 0; i < rows; i++) {                                           \
+        const ptrdiff_t m = m0 + i;                                            \
+        const char *crow = e->use_c ? e->c + m * e->c_rs : NULL;               \
+        (void)crow;                                                            \
+        for (int j = 0; j < cols; j++) {                                       \
+            const ptrdiff_t n = n0 + j;                                        \
+            BODY                                                               \
+        }                                                                      \
     }
+#define c_at(e, m, n) (crow + (n) * (e)->c_cs)
+
+static inline float load_c_f32(const char *p) { float c; memcpy(&c, p, 4); return c; }
+static inline float load_c_f16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_f16_to_f32(h); }
+static inline float load_c_bf16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_bf16_to_f32(h); }
+static inline float as_f32(float v) { return v; }
+
+/* One loop per (output type, C used): branch-free inner loops, cheap for small tiles. */
+#define EPI_F32ACC(OUT_T, STORE, LOADC)                                                    \
+    do {                                                                                   \
+        OUT_T *y = (OUT_T *)e->y;                                                          \
+        if (e->use_c) {                                                                    \
+            ROWS_COLS_LOOP({                                                               \
+                float v = alpha * acc[(ptrdiff_t)i * ldacc + j];                           \
+                y[m * e->ldy + n] = STORE(v + beta * LOADC(c_at(e, m, n)));                \
+            })                                                                             \
+        } else {                                                                           \
+            ROWS_COLS_LOOP({ y[m * e->ldy + n] = STORE(alpha * acc[(ptrdiff_t)i * ldacc + j]); }) \
+        }                                                                                  \
+    } while (0)
 
 static void epi_f32acc(const gk_gemm_epi *e, int rows, int cols, const float *acc,
                        ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
 {
     const float alpha = e->alpha_f, beta = e->beta_f;
-    const int dt = e->dtype, use_c = e->use_c;
-    ROWS_COLS_LOOP({
-        float v = alpha * acc[(ptrdiff_t)i * ldacc + j];
-        if (use_c) {
-            float c;
-            uint16_t h;
-            if (dt == GK_DT_F32) {
-                memcpy(&c, c_at(e, m, n), 4);
-            } else {
-                memcpy(&h, c_at(e, m, n), 2);
-                c = dt == GK_DT_F16 ? gk_f16_to_f32(h) : gk_bf16_to_f32(h);
-            }
-            v = v + beta * c;
-        }
-        if (dt == GK_DT_F32)
-            ((float *)e->y)[m * e->ldy + n] = v;
-        else if (dt == GK_DT_F16)
-            ((uint16_t *)e->y)[m * e->ldy + n] = gk_f32_to_f16(v);
-        else
-            ((uint16_t *)e->y)[m * e->ldy + n] = gk_f32_to_bf16(v);
-    })
+    if (e->dtype == GK_DT_F32)
+        EPI_F32ACC(float, as_f32, load_c_f32);
+    else if (e->dtype == GK_DT_F16)
+        EPI_F32ACC(uint16_t, gk_f32_to_f16, load_c_f16);
+    else
+        EPI_F32ACC(uint16_t, gk_f32_to_bf16, load_c_bf16);
 }
 
 static void epi_f64acc(const gk_gemm_epi *e, int rows, int cols, const double *acc,

@@ -60,19 +60,25 @@ cdef int _gemm_dtype(cnp.ndarray x):
 
 
 cdef int _gemm_flag(object v, str name) except -1:
-    if v is True or v is False:
-        return 1 if v else 0
-    try:
+    if type(v) is int or type(v) is bool:  # the common case, no Python comparisons
         if v == 0:
             return 0
         if v == 1:
             return 1
-    except Exception:
-        pass
+    else:
+        try:
+            if v == 0:
+                return 0
+            if v == 1:
+                return 1
+        except Exception:
+            pass
     raise ValueError(f"gemm: {name} must be 0 or 1, got {v!r}")
 
 
 cdef double _gemm_real(object v, str name) except? -1.0:
+    if type(v) is float:
+        return <double>v
     try:
         return float(v)
     except (TypeError, ValueError):
