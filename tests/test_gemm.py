@@ -9,7 +9,7 @@ import threading
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import gemmkit as gk
 
@@ -468,6 +468,16 @@ def test_list_inputs_and_scalar_c():
     assert Y.tolist() == [[3.0, 3.0], [3.0, 3.0]]
 
 
+def test_integer_dtype_aliases():
+    # long and long long are both 64-bit here: one element type, A's dtype is kept
+    A = np.arange(6, dtype=np.longlong).reshape(2, 3)
+    B = np.arange(6, dtype=np.int64).reshape(3, 2)
+    if np.dtype(np.longlong).itemsize == 8:
+        Y = gk.gemm(A, B)
+        assert Y.dtype == A.dtype
+        np.testing.assert_array_equal(Y, A.astype(np.int64) @ B)
+
+
 def test_output_is_new_and_inputs_untouched():
     A, B, C = problem(4, 4, 4, F32)
     A0, B0, C0 = A.copy(), B.copy(), C.copy()
@@ -540,7 +550,7 @@ def test_bad_flags():
 
 # ----------------------------------------------------------------------------- property
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     dt=st.sampled_from(ALL),
     M=st.integers(0, 20), N=st.integers(0, 20), K=st.integers(0, 20),
