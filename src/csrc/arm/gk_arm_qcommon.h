@@ -319,6 +319,30 @@ GK_ARM_INLINE void gk_arm_store_row4(const gk_qepi *e, int m, int n, int32x4_t y
  * ------------------------------------------------------------------------------------- */
 #define GK_ARM_SMALLM_MAX 4
 
+/* Epilogue of a small-M strip of nv (<= 16) columns from n0: acc[i][j] = sum_k a' b''
+ * of row mbase + i, columns n0 + 4j .. n0 + 4j + 3; cs[j] = sum_k b'' of those columns
+ * (b'' = b' + 128, both modulo 2^32). */
+GK_ARM_INLINE void gk_arm_smallm_finish(const int M, int mbase, int n0, int nv, int k,
+                                        uint32x4_t acc[][4], const uint32x4_t cs[4],
+                                        const gk_qepi *e)
+{
+    for (int j = 0; j < 4; j++) {
+        const int nvj = nv - 4 * j;
+        if (nvj <= 0)
+            break;
+        const int n = n0 + 4 * j;
+        const int32x4_t bzp = vaddq_s32(gk_arm_load_s32(e->b_zp + n, nvj), vdupq_n_s32(128));
+        const int32x4_t ccorr = vmlsq_n_s32(vreinterpretq_s32_u32(cs[j]), bzp, k);
+        for (int i = 0; i < M; i++) {
+            const int m = mbase + i;
+            int32x4_t y = gk_arm_correct(vreinterpretq_s32_u32(acc[i][j]), e->a_rowsum[m],
+                                         e->a_zp[m], bzp, ccorr);
+            gk_arm_store_row4(e, m, n, y, GK_ARM_MIN(nvj, 4));
+        }
+    }
+}
+
+
 GK_ARM_INLINE void gk_arm_smallm_strip(const int M, int mbase, int n0, int nv, int k,
                                        const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                                        uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs,
@@ -364,25 +388,12 @@ GK_ARM_INLINE void gk_arm_smallm_strip(const int M, int mbase, int n0, int nv, i
         cs[2] = vaddw_u16(cs[2], vget_low_u16(cs16_1));
         cs[3] = vaddw_high_u16(cs[3], cs16_1);
     }
-    for (int j = 0; j < 4; j++) {
-        const int nvj = nv - 4 * j;
-        if (nvj <= 0)
-            break;
-        const int n = n0 + 4 * j;
-        int32x4_t bzp = vaddq_s32(gk_arm_load_s32(e->b_zp + n, nvj), vdupq_n_s32(128));
-        int32x4_t ccorr = vmlsq_n_s32(vreinterpretq_s32_u32(cs[j]), bzp, k);
-        for (int i = 0; i < M; i++) {
-            const int m = mbase + i;
-            int32x4_t y = gk_arm_correct(vreinterpretq_s32_u32(acc[i][j]), e->a_rowsum[m],
-                                         e->a_zp[m], bzp, ccorr);
-            gk_arm_store_row4(e, m, n, y, GK_ARM_MIN(nvj, 4));
-        }
-    }
+    gk_arm_smallm_finish(M, mbase, n0, nv, k, acc, cs, e);
 }
 
 /* The gk_qgemm_smallm_fn of every ARM family.  Any m works (rows are taken 4 at a time),
  * but B is re-streamed per group of 4 rows, so families advertise GK_ARM_SMALLM_MAX. */
-static void gk_arm_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
+static inline void gk_arm_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
                           ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs,
                           uint8_t b_xor, const gk_qepi *e)
 {

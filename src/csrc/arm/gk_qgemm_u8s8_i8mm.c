@@ -13,6 +13,7 @@
  * ZIP1/ZIP2 on 64-bit lanes of acc[p][2h], acc[p][2h+1] give rows 2p and 2p+1 over
  * columns 4h..4h+3. */
 #include "gk_arm_qcommon.h"
+#include "gk_arm_qdot_smallm.h"
 
 #define MR 8
 #define NR 8
@@ -80,5 +81,6 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
 }
 
 const gk_qgemm_kernel gk_qgemm_u8s8_i8mm = {
-    "i8mm", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel, GK_ARM_SMALLM_MAX, gk_arm_smallm,
+    "i8mm", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel,
+    GK_ARM_SMALLM_MAX, gk_arm_dot_smallm,
 };

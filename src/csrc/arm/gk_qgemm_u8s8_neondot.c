@@ -11,6 +11,7 @@
  * columns.  UDOT by element: acc[i][h] lane j += dot(B col 4h+j, A row i), so each
  * accumulator is four consecutive output columns of one row, ready for the epilogue. */
 #include "gk_arm_qcommon.h"
+#include "gk_arm_qdot_smallm.h"
 
 #define MR 8
 #define NR 8
@@ -74,5 +75,6 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
 }
 
 const gk_qgemm_kernel gk_qgemm_u8s8_neondot = {
-    "neondot", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel, GK_ARM_SMALLM_MAX, gk_arm_smallm,
+    "neondot", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel,
+    GK_ARM_SMALLM_MAX, gk_arm_dot_smallm,
 };
