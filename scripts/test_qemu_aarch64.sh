@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Cross-compiles the C int8 kernel test for ARM64 and runs it under qemu-user on two CPUs:
+#   -cpu cortex-a72  AdvSIMD only: must select "neon" and report no dotprod / i8mm
+#   -cpu max         dotprod + i8mm: must select "i8mm"; the harness tests all three
+# Each source group gets the flags setup.py gives it (only *_neondot.c / *_i8mm.c get
+# -march=...+dotprod / +i8mm; the scalar oracle is built without auto-vectorisation).
+# Run from the repository root.  Exits non-zero on any build or test failure.
+# Environment: GK_TEST_SRC   harness source (default tests/c/test_qgemm_kernels.c)
+#              GK_QEMU_CPUS  CPUs to run (default "cortex-a72 max")
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD="$ROOT/tests/c/build/aarch64"
+TEST_SRC=${GK_TEST_SRC:-tests/c/test_qgemm_kernels.c}
+CPUS=${GK_QEMU_CPUS:-"cortex-a72 max"}
+
+CC=aarch64-linux-gnu-gcc
+QEMU=qemu-aarch64-static
+
+# --- toolchain (idempotent) -------------------------------------------------------------
+need=()
+command -v "$CC" >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v "$QEMU" >/dev/null 2>&1 || need+=(qemu-user-static)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ ! -f "$TEST_SRC" ]; then
+    echo "error: harness $TEST_SRC not found (set GK_TEST_SRC)" >&2
+    exit 2
+fi
+
+# --- build ------------------------------------------------------------------------------
+rm -rf "$BUILD"
+mkdir -p "$BUILD"
+BASE=(-O3 -std=gnu99 -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Iinclude -Isrc/csrc
+      -DGK_HAVE_NEON=1 -DGK_HAVE_NEONDOT=1 -DGK_HAVE_I8MM=1)
+objs=()
+compile() { # compile <flags...> -- <sources...>
+    local flags=()
+    while [ "$1" != "--" ]; do flags+=("$1"); shift; done
+    shift
+    for src in "$@"; do
+        local obj="$BUILD/$(basename "${src%.c}").o"
+        "$CC" "${BASE[@]}" "${flags[@]}" -c "$src" -o "$obj"
+        objs+=("$obj")
+    done
+}
+shopt -s nullglob
+compile -- src/csrc/gk_dispatch.c src/csrc/gk_cpu_*.c
+compile -fno-tree-vectorize -fno-tree-slp-vectorize -- src/csrc/scalar/*.c
+compile -- src/csrc/arm/*_neon.c
+compile -march=armv8.2-a+dotprod -- src/csrc/arm/*_neondot.c
+compile -march=armv8.2-a+dotprod+i8mm -- src/csrc/arm/*_i8mm.c
+shopt -u nullglob
+
+# tiny report program: detected features and the ISA the dispatcher picks
+cat > "$BUILD/gk_isa_report.c" <<'EOF'
+#include <stdio.h>
+#include "gemmkit/gk_dispatch.h"
+int main(void)
+{
+    const char *names[32];
+    int n = gk_cpu_feature_names(names, 32);
+    printf("features=");
+    for (int i = 0; i < n; i++)
+        printf("%s%s", i ? "," : "", names[i]);
+    printf(" active=%s usable=", gk_active_isa());
+    for (int i = 0, first = 1; i < gk_qgemm_kernel_count(); i++)
+        if (gk_qgemm_kernel_usable(i)) {
+            printf("%s%s", first ? "" : ",", gk_qgemm_kernel_at(i)->isa);
+            first = 0;
+        }
+    printf("\n");
+    return 0;
+}
+EOF
+compile -- "$BUILD/gk_isa_report.c"
+report_obj=${objs[-1]}
+unset 'objs[-1]'
+compile -- "$TEST_SRC"
+test_obj=${objs[-1]}
+unset 'objs[-1]'
+
+"$CC" -static -o "$BUILD/gk_isa_report" "$report_obj" "${objs[@]}" -lm
+"$CC" -static -o "$BUILD/test_qgemm_kernels" "$test_obj" "${objs[@]}" -lm
+
+# --- run --------------------------------------------------------------------------------
+status=0
+for cpu in $CPUS; do
+    echo "=== qemu-aarch64 -cpu $cpu ==="
+    rep=$("$QEMU" -cpu "$cpu" "$BUILD/gk_isa_report")
+    echo "$rep"
+    active=$(sed -n 's/.* active=\([^ ]*\).*/\1/p' <<<"$rep")
+    feats=$(sed -n 's/^features=\([^ ]*\).*/\1/p' <<<"$rep")
+    case "$cpu" in
+    cortex-a72 | cortex-a53 | cortex-a57)
+        if [ "$active" != neon ] || grep -qE 'dotprod|i8mm' <<<"$feats"; then
+            echo "FAIL: $cpu must select neon and report neither dotprod nor i8mm" >&2
+            status=1
+        fi
+        ;;
+    max)
+        if [ "$active" != i8mm ] || ! grep -q dotprod <<<"$feats" || ! grep -q i8mm <<<"$feats"; then
+            echo "FAIL: $cpu must report dotprod + i8mm and select i8mm" >&2
+            status=1
+        fi
+        ;;
+    esac
+    if ! "$QEMU" -cpu "$cpu" "$BUILD/test_qgemm_kernels"; then
+        echo "FAIL: kernel test under -cpu $cpu" >&2
+        status=1
+    fi
+done
+[ $status -eq 0 ] && echo "qemu aarch64: all passed"
+exit $status
