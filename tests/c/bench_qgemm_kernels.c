@@ -21,16 +21,13 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 #define REPS 9
-static double median(double *t, int n)
+static double best(const double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof(double), cmpd);
-    return t[n / 2];
+    double b = t[0];
+    for (int i = 1; i < n; i++)
+        b = t[i] < b ? t[i] : b;
+    return b;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -45,7 +42,7 @@ static void peak(const char *name, int64_t (*f)(long))
         macs = f(2000000);
         t[r] = now() - t0;
     }
-    printf("  peak %-22s %7.1f GOP/s\n", name, 2.0 * (double)macs / median(t, REPS) * 1e-9);
+    printf("  peak %-22s %7.1f GOP/s\n", name, 2.0 * (double)macs / best(t, REPS) * 1e-9);
 }
 static void peaks(void)
 {
@@ -104,7 +101,7 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
             } while (now() - t0 < 0.02);
             t[r] = (now() - t0) / reps;
         }
-        printf(" %8.1f", 2.0 * MB * NB * K / median(t, REPS) * 1e-9);
+        printf(" %8.1f", 2.0 * MB * NB * K / best(t, REPS) * 1e-9);
     }
     /* packing: source bytes per second */
     for (int w = 0; w < 2; w++) {
@@ -121,7 +118,7 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
             } while (now() - t0 < 0.01);
             t[r] = (now() - t0) / reps;
         }
-        printf(" %8.1f", (double)K * (w ? MB : NB) / median(t, REPS) * 1e-9);
+        printf(" %8.1f", (double)K * (w ? MB : NB) / best(t, REPS) * 1e-9);
     }
     /* small M: B 4096 x 4096 streamed once */
     if (kr->smallm) {
@@ -139,7 +136,7 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
                 kr->smallm(m, SN, SK, aa, SK, 1, 0, bb, SN, 0x80, &se);
                 t[r] = now() - t0;
             }
-            printf(" %8.3f", median(t, 5) * 1e3);
+            printf(" %8.3f", best(t, 5) * 1e3);
         }
         free(bb); free(aa); free(yy); free(zz); free(r8);
     }

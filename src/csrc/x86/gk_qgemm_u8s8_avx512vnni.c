@@ -11,8 +11,10 @@
 
 #include "gk_qgemm_x86_common.h"
 
+#ifndef MR /* overridable for tuning builds only */
 #define MR 8
 #define NV 2
+#endif
 #define NR (16 * NV)
 
 /* ---------------------------------------------------------------- packing */
@@ -90,6 +92,16 @@ static inline __mmask16 mask16(int valid)
 
 /* ---------------------------------------------------------------- micro-kernel */
 
+/* acc += dot4(u8 x, s8 y) per int32 lane.  gcc 12 does not tie the accumulator of the
+ * vpdpbusd builtin to its output register: in a loop it copies every accumulator
+ * (vmovdqa) and spills some each iteration, ~30% of the peak.  A one-instruction asm
+ * with a "+v" operand keeps them in place; other compilers get the intrinsic. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define GK_DPBUSD512(acc, x, y) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(y))
+#else
+#define GK_DPBUSD512(acc, x, y) ((acc) = _mm512_dpbusd_epi32((acc), (x), (y)))
+#endif
+
 static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, const void *b_panel,
                     const gk_qepi *e, int m0, int n0)
 {
@@ -104,7 +116,33 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 
     /* int32 lanes wrap mod 2^32 (ONNX's overflow); each 4-product group is exact. */
     int ng = kp / 4;
-#pragma GCC unroll 2
+#if MR == 8 && NV == 2
+    /* Named accumulators and a pointer-bumping loop: with the array form gcc copies the
+     * accumulators between registers (and spills two) every iteration. */
+    if (ng > 0) {
+        __m512i c00 = acc[0][0], c01 = acc[0][1], c10 = acc[1][0], c11 = acc[1][1];
+        __m512i c20 = acc[2][0], c21 = acc[2][1], c30 = acc[3][0], c31 = acc[3][1];
+        __m512i c40 = acc[4][0], c41 = acc[4][1], c50 = acc[5][0], c51 = acc[5][1];
+        __m512i c60 = acc[6][0], c61 = acc[6][1], c70 = acc[7][0], c71 = acc[7][1];
+        const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * MR;
+        const __m512i *pb = bp;
+        do {
+            __m512i b0 = _mm512_loadu_si512(pb), b1 = _mm512_loadu_si512(pb + 1), x;
+#define GK_ROW(i)                                                                           \
+    x = _mm512_set1_epi32(pa[i]);                                                           \
+    GK_DPBUSD512(c##i##0, x, b0);                                                           \
+    GK_DPBUSD512(c##i##1, x, b1);
+            GK_ROW(0) GK_ROW(1) GK_ROW(2) GK_ROW(3) GK_ROW(4) GK_ROW(5) GK_ROW(6) GK_ROW(7)
+#undef GK_ROW
+            pa += MR;
+            pb += NV;
+        } while (pa != pe);
+        acc[0][0] = c00; acc[0][1] = c01; acc[1][0] = c10; acc[1][1] = c11;
+        acc[2][0] = c20; acc[2][1] = c21; acc[3][0] = c30; acc[3][1] = c31;
+        acc[4][0] = c40; acc[4][1] = c41; acc[5][0] = c50; acc[5][1] = c51;
+        acc[6][0] = c60; acc[6][1] = c61; acc[7][0] = c70; acc[7][1] = c71;
+    }
+#else
     for (int g = 0; g < ng; g++) {
         __m512i b[NV];
 #pragma GCC unroll 4
@@ -115,9 +153,10 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
             __m512i av = _mm512_set1_epi32(ap[(ptrdiff_t)g * MR + i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
-                acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], av, b[v]);
+                GK_DPBUSD512(acc[i][v], av, b[v]);
         }
     }
+#endif
 
     if (!gk_x86_epi_vector_ok(e)) {
         int32_t t[MR * NR];
