@@ -183,7 +183,10 @@ def test_fp8_encode_nonsat_boundaries(fmt, dt, maxv, maxc, onnx_name):
 def test_fp8_encode_nonsat_random(fmt, dt, maxv, maxc, onnx_name):
     rng = np.random.default_rng(1000 + fmt)
     x = random_f32(rng, 100_000)
-    np.testing.assert_array_equal(core._fp8_encode(x, fmt, False), mldt_encode(x, dt))
+    got = core._fp8_encode(x, fmt, False)
+    np.testing.assert_array_equal(got, mldt_encode(x, dt))
+    # the float64 encoder (a separate implementation) agrees on exactly widened float32
+    np.testing.assert_array_equal(core._fp8_encode(x.astype(np.float64), fmt, False), got)
 
 
 @pytest.mark.parametrize("fmt,dt,maxv,maxc,onnx_name", FORMATS, ids=FMT_IDS)
@@ -280,6 +283,7 @@ def test_fp8_encode_sat_vs_mldtypes(fmt, dt, maxv, maxc, onnx_name):
     want = expected_saturating(x, dt, maxc)
     got = core._fp8_encode(x, fmt, True)
     np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(core._fp8_encode(x.astype(np.float64), fmt, True), want)
     # the expectation really exercises the overflow replacement
     assert (got == maxc).sum() > 10 and (got == (0x80 | maxc)).sum() > 10
     dec = core._fp8_decode(got, fmt)
