@@ -266,6 +266,15 @@ int gk_codecs_simd_active(void)
     return s;
 }
 
+int gk_codecs_simd_compiled(void)
+{
+#if defined(GK_HAVE_AVX2)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n)
 {
 #if defined(GK_HAVE_AVX2)
