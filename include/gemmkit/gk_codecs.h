@@ -126,6 +126,8 @@ void gk_f32_to_bf16_n_scalar(const float *src, uint16_t *dst, size_t n);
 
 /* 1 when the bulk conversions above run the F16C/AVX2 code on this machine, else 0. */
 int gk_codecs_simd_active(void);
+/* 1 when the F16C/AVX2 code was built into this binary (GK_HAVE_AVX2), else 0. */
+int gk_codecs_simd_compiled(void);
 
 /* src/csrc/x86/gk_convert_f16_avx2.c, linked only where the build defines GK_HAVE_AVX2;
  * call only when the CPU has AVX2 and F16C. */

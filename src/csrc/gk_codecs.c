@@ -125,10 +125,46 @@ static inline uint8_t gk_fp8_encode_bits(unsigned sign, uint64_t mag, unsigned P
     return (uint8_t)(sign | (unsigned)code);
 }
 
+/* float32 form of gk_fp8_encode_bits, written with selects instead of branches on the value's
+ * range (the bulk loop runs on data whose range is unpredictable).  Same results. */
 static inline uint8_t gk_fp8_encode_f32_p(float x, const gk_fp8_params *p, int saturate)
 {
-    uint32_t u = gk_f32_to_bits(x);
-    return gk_fp8_encode_bits((u >> 24) & 0x80u, u & 0x7fffffffu, 23, 8, 127, p, saturate);
+    const uint32_t u = gk_f32_to_bits(x);
+    const uint32_t sign = (u >> 24) & 0x80u;
+    const uint32_t a = u & 0x7fffffffu;
+    const uint32_t s = 23u - p->mbits;                    /* dropped mantissa bits: 20 or 21 */
+    const uint32_t min_normal = (uint32_t)(128 - p->bias) << 23; /* 2^(1-bias) as f32 bits */
+    uint32_t r, normal, full, sh, q, rem, sub, code;
+
+    /* a >= min_normal: rebias the exponent (127 -> bias) in place and round the low s bits;
+     * a rounding carry moves into the exponent (RNE with unbounded exponent).  a < 2^31 and
+     * the rebias subtracts >= 2^23, so no wrap.  (Computed for every a; unsigned wrap when
+     * a < min_normal is harmless, the value is not selected.) */
+    r = a - ((uint32_t)(127 - p->bias) << 23);
+    normal = (r + ((1u << (s - 1u)) - 1u) + ((r >> s) & 1u)) >> s;
+
+    /* a < min_normal: the 24-bit significand over 2^sh, sh = s + (e_min - e) >= s + 1; from
+     * sh >= 25 the quotient is < 1/2 and rounds to 0, so clamping sh at 31 changes nothing.
+     * float32 zeros/subnormals land here with sh clamped: result 0. */
+    full = (a & 0x7fffffu) | 0x800000u;
+    sh = s + (min_normal >> 23) - (a >> 23);
+    sh = (a < min_normal && sh < 31u) ? sh : 31u;
+    q = full >> sh;
+    rem = full & ((1u << sh) - 1u);
+    sub = q + (rem > (1u << (sh - 1u)) || (rem == (1u << (sh - 1u)) && (q & 1u)));
+
+    code = a < min_normal ? sub : normal;
+    /* overflow, inf or NaN (rare).  inf/NaN need no test of their own: their exponent field
+     * 255 rebiased is >= 135, so `normal` exceeds every max_mag. */
+    if (code > p->max_mag) {
+        const unsigned sgn_nan = p->fnuz ? 0u : sign;
+        if (a > 0x7f800000u)
+            return (uint8_t)(p->nan | sgn_nan);
+        return (uint8_t)(saturate ? (sign | p->max_mag) : (p->ovf | sgn_nan));
+    }
+    if (code == 0u && p->fnuz)
+        return 0u;
+    return (uint8_t)(sign | code);
 }
 
 static inline uint8_t gk_fp8_encode_f64_p(double x, const gk_fp8_params *p, int saturate)
@@ -157,12 +193,20 @@ void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt)
         dst[i] = t[src[i]];
 }
 
+/* One loop per format so that the format's parameters are compile-time constants. */
+#define GK_FP8_ENCODE_LOOP(F)                                                               \
+    for (i = 0; i < n; i++)                                                                 \
+        dst[i] = gk_fp8_encode_f32_p(src[i], &gk_fp8_fmt[F], saturate);
+
 void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate)
 {
-    const gk_fp8_params *p = &gk_fp8_fmt[fmt];
     size_t i;
-    for (i = 0; i < n; i++)
-        dst[i] = gk_fp8_encode_f32_p(src[i], p, saturate);
+    switch (fmt) {
+    case GK_F8E4M3FN: GK_FP8_ENCODE_LOOP(GK_F8E4M3FN) break;
+    case GK_F8E4M3FNUZ: GK_FP8_ENCODE_LOOP(GK_F8E4M3FNUZ) break;
+    case GK_F8E5M2: GK_FP8_ENCODE_LOOP(GK_F8E5M2) break;
+    default: GK_FP8_ENCODE_LOOP(GK_F8E5M2FNUZ) break;
+    }
 }
 
 void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int saturate)
@@ -220,6 +264,15 @@ int gk_codecs_simd_active(void)
         gk_codecs_simd = s;
     }
     return s;
+}
+
+int gk_codecs_simd_compiled(void)
+{
+#if defined(GK_HAVE_AVX2)
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n)

@@ -32,6 +32,7 @@ cdef extern from "gemmkit/gk_codecs.h" nogil:
     void gk_bf16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n)
     void gk_f32_to_bf16_n_scalar(const float *src, uint16_t *dst, size_t n)
     int gk_codecs_simd_active()
+    int gk_codecs_simd_compiled()
 
 
 cdef inline int _codec_fmt(int fmt) except -1:
@@ -63,6 +64,11 @@ cdef object _codec_bits16(object x):
 def _codecs_simd_active():
     """True when the bulk f16/bf16 conversions run the F16C/AVX2 code on this machine."""
     return bool(gk_codecs_simd_active())
+
+
+def _codecs_simd_compiled():
+    """True when the F16C/AVX2 conversions were built into this binary."""
+    return bool(gk_codecs_simd_compiled())
 
 
 def _fp8_max_finite(int fmt):
