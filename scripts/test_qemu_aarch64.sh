@@ -2,7 +2,7 @@
 # Cross-compiles the C int8 kernel test for ARM64 and runs it under qemu-user on two CPUs:
 #   -cpu cortex-a72  AdvSIMD only: must select "neon" and report no dotprod / i8mm
 #   -cpu max         dotprod + i8mm: must select "i8mm"; the harness tests all three
-# Each source group gets the flags setup.py gives it (only *_neondot.c / *_i8mm.c get
+# Each source group gets the flags setup.py gives it (python setup.py print-isa-groups) (only *_neondot.c / *_i8mm.c get
 # -march=...+dotprod / +i8mm; the scalar oracle is built without auto-vectorisation).
 # Run from the repository root.  Exits non-zero on any build or test failure.
 # Environment: GK_TEST_SRC   harness source (default tests/c/test_qgemm_kernels.c)
@@ -52,11 +52,12 @@ compile() { # compile <flags...> -- <sources...>
     done
 }
 shopt -s nullglob
-compile -- src/csrc/gk_dispatch.c src/csrc/gk_cpu_*.c
-compile -fno-tree-vectorize -fno-tree-slp-vectorize -- src/csrc/scalar/*.c
-compile -- src/csrc/arm/*_neon.c
-compile -march=armv8.2-a+dotprod -- src/csrc/arm/*_neondot.c
-compile -march=armv8.2-a+dotprod+i8mm -- src/csrc/arm/*_i8mm.c
+compile -- src/csrc/*.c
+# per-ISA flags from setup.py, the one place they are defined
+while IFS='|' read -r name flags pattern; do
+    # shellcheck disable=SC2086  # flags split into words, the glob expands
+    compile $flags -- $pattern
+done < <(GEMMKIT_TARGET_ARCH=arm64 python setup.py print-isa-groups)
 shopt -u nullglob
 
 # tiny report program: detected features and the ISA the dispatcher picks

@@ -1,5 +1,6 @@
 /* The one dispatch table: int8 kernel families compiled in, most specific first, each
- * with the CPU features it needs.  Filled at compile time; the selection is made once at
+ * with the CPU features it needs: everything its compile group's flags let the compiler
+ * emit (setup.py), not only what its intrinsics use.  Filled at compile time; the selection is made once at
  * import (gk_select_isa) and read without locks afterwards. */
 #include <string.h>
 
@@ -17,13 +18,14 @@ typedef struct {
 static const gk_qentry qtable[] = {
 #ifdef GK_HAVE_AVX512VNNI
     {&gk_qgemm_u8s8_avx512vnni,
-     GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI | GK_CPU_AVX2},
+     GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI | GK_CPU_AVX2 |
+         GK_CPU_FMA},
 #endif
 #ifdef GK_HAVE_AVXVNNI
-    {&gk_qgemm_u8s8_avxvnni, GK_CPU_AVXVNNI | GK_CPU_AVX2},
+    {&gk_qgemm_u8s8_avxvnni, GK_CPU_AVXVNNI | GK_CPU_AVX2 | GK_CPU_FMA},
 #endif
 #ifdef GK_HAVE_AVX2
-    {&gk_qgemm_u8s8_avx2, GK_CPU_AVX2},
+    {&gk_qgemm_u8s8_avx2, GK_CPU_AVX2 | GK_CPU_FMA | GK_CPU_F16C},
 #endif
 #ifdef GK_HAVE_SSE41
     {&gk_qgemm_u8s8_sse41, GK_CPU_SSE41},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds tests/c/test_qgemm_kernels (and the kernel benchmark) natively with gcc, every
-# ISA group compiled separately with setup.py's flags and GK_HAVE_<ISA> defined for the
+# ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and GK_HAVE_<ISA> defined for the
 # groups that compiled, then runs the test.   bash tests/c/run_native.sh [bench]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,21 +28,12 @@ group() { # name, flags, sources...
     return 0
 }
 
-group scalar "-fno-tree-vectorize -fno-tree-slp-vectorize" src/csrc/scalar/*.c
-case "$(uname -m)" in
-x86_64|amd64)
-    group sse41 "-msse4.1" src/csrc/x86/*_sse41.c
-    group avx2 "-mavx2 -mfma -mf16c" src/csrc/x86/*_avx2.c
-    group avxvnni "-mavx2 -mfma -mavxvnni" src/csrc/x86/*_avxvnni.c
-    group avx512vnni "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma" src/csrc/x86/*_avx512vnni.c
-    ;;
-aarch64|arm64)
-    group neon "" src/csrc/arm/*_neon.c
-    group neondot "-march=armv8.2-a+dotprod" src/csrc/arm/*_neondot.c
-    group i8mm "-march=armv8.2-a+dotprod+i8mm" src/csrc/arm/*_i8mm.c
-    ;;
-esac
-for s in src/csrc/gk_dispatch.c src/csrc/gk_cpu_x86.c src/csrc/gk_cpu_arm.c; do
+# the per-ISA flags come from setup.py, the one place they are defined
+while IFS='|' read -r name flags pattern; do
+    # shellcheck disable=SC2086  # the glob must expand
+    group "$name" "$flags" $pattern
+done < <(python setup.py print-isa-groups)
+for s in src/csrc/*.c; do  # every baseline file: kernels may reference drivers/packers
     o="$B/$(basename "${s%.c}").o"
     rm -f "$o"
     $CC $BASE ${DEFS[@]+"${DEFS[@]}"} -c "$s" -o "$o" &
