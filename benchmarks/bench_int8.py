@@ -8,6 +8,8 @@ the median is reported, because the machine is shared and noisy.
     python benchmarks/bench_int8.py --paths all     # every usable gemmkit path
     python benchmarks/bench_int8.py --quick         # a few cases, fast
 """
+import os
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # NumPy's BLAS threads spin on the other core
 import argparse
 import statistics
 import sys

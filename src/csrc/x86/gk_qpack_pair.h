@@ -58,25 +58,28 @@ static inline void gk_x86_pack_pair(const uint8_t *src, ptrdiff_t sl, ptrdiff_t 
             _mm_storeu_si128((__m128i *)(sums + l), acc);
         }
     } else if (sl == 1 && R % 4 == 0 && nreal >= 4 && kreal >= 2) {
-        /* 2 depth rows x W lines -> one k-pair of W lines: int16 interleave */
+        /* 2 depth rows x W lines -> one k-pair of W lines: int16 interleave.  Depth is
+         * the outer loop so each source row is read once, front to back (a strip order
+         * touches every page of a deep row-major B once per strip: TLB-bound); the line
+         * sums live in `sums` between k-pairs. */
         const int W = (R % 8 == 0 && nreal >= 8) ? 8 : 4;
         lv = nreal / W * W;
         dv = kreal / 2 * 2;
-        for (int l = 0; l < lv; l += W) {
-            const uint8_t *s = src + l;
-            int16_t *o = o16 + (ptrdiff_t)(l / R) * R * kp + (l % R) * 2;
-            __m128i acc0 = _mm_setzero_si128(), acc1 = acc0;
-            for (int d = 0; d < dv; d += 2) {
-                const uint8_t *sd0 = s + (ptrdiff_t)d * sd;
-                int16_t *od = o + (ptrdiff_t)(d / 2) * R * 2;
+        for (int d = 0; d < dv; d += 2) {
+            const uint8_t *sd0 = src + (ptrdiff_t)d * sd;
+            int16_t *ok = o16 + (ptrdiff_t)(d / 2) * R * 2;
+            for (int l = 0; l < lv; l += W) {
+                const uint8_t *s = sd0 + l;
+                int16_t *od = ok + (ptrdiff_t)(l / R) * R * kp + (l % R) * 2;
+                __m128i *acc = (__m128i *)(sums + l);
                 __m128i r0, r1;
                 if (W == 8) {
-                    r0 = _mm_loadl_epi64((const __m128i *)sd0);
-                    r1 = _mm_loadl_epi64((const __m128i *)(sd0 + sd));
+                    r0 = _mm_loadl_epi64((const __m128i *)s);
+                    r1 = _mm_loadl_epi64((const __m128i *)(s + sd));
                 } else {
                     int32_t w0, w1;
-                    memcpy(&w0, sd0, 4);
-                    memcpy(&w1, sd0 + sd, 4);
+                    memcpy(&w0, s, 4);
+                    memcpy(&w1, s + sd, 4);
                     r0 = _mm_cvtsi32_si128(w0);
                     r1 = _mm_cvtsi32_si128(w1);
                 }
@@ -84,16 +87,14 @@ static inline void gk_x86_pack_pair(const uint8_t *src, ptrdiff_t sl, ptrdiff_t 
                 r1 = gk_pair_widen(_mm_xor_si128(r1, xv), sgn);
                 __m128i q0 = _mm_unpacklo_epi16(r0, r1);
                 _mm_storeu_si128((__m128i *)od, q0);
-                acc0 = _mm_add_epi32(acc0, _mm_madd_epi16(q0, ones));
+                _mm_storeu_si128(acc, _mm_add_epi32(_mm_loadu_si128(acc), _mm_madd_epi16(q0, ones)));
                 if (W == 8) {
                     __m128i q1 = _mm_unpackhi_epi16(r0, r1);
                     _mm_storeu_si128((__m128i *)(od + 8), q1);
-                    acc1 = _mm_add_epi32(acc1, _mm_madd_epi16(q1, ones));
+                    _mm_storeu_si128(acc + 1, _mm_add_epi32(_mm_loadu_si128(acc + 1),
+                                                            _mm_madd_epi16(q1, ones)));
                 }
             }
-            _mm_storeu_si128((__m128i *)(sums + l), acc0);
-            if (W == 8)
-                _mm_storeu_si128((__m128i *)(sums + l + 4), acc1);
         }
     }
     if (lv > 0 && dv < kp)

@@ -59,22 +59,26 @@ static inline void gk_x86_pack_quad(const uint8_t *src, ptrdiff_t sl, ptrdiff_t 
             _mm_storeu_si128((__m128i *)(sums + l), acc);
         }
     } else if (sl == 1 && R % 8 == 0 && nreal >= 8 && kreal >= 4) {
-        /* 4 depth rows x W lines -> one k-group of W lines: byte interleave */
+        /* 4 depth rows x W lines -> one k-group of W lines: byte interleave.  Depth is
+         * the OUTER loop: each source row is read once, front to back, so a deep-K pack
+         * of a wide row-major B touches each page once instead of once per W-line strip
+         * (the strip order was TLB-bound: 16x slower at K = N = 4096).  The line sums
+         * live in `sums` (nreal int32, L1-resident) between k-groups. */
         const int W = (R % 16 == 0 && nreal >= 16) ? 16 : 8;
         lv = nreal / W * W;
         dv = kreal / 4 * 4;
-        for (int l = 0; l < lv; l += W) {
-            const uint8_t *s = src + l;
-            uint8_t *o = o8 + (ptrdiff_t)(l / R) * R * kp + (l % R) * 4;
-            __m128i acc0 = _mm_setzero_si128(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-            for (int d = 0; d < dv; d += 4) {
-                const uint8_t *sd0 = s + (ptrdiff_t)d * sd;
-                uint8_t *od = o + (ptrdiff_t)(d / 4) * R * 4;
+        for (int d = 0; d < dv; d += 4) {
+            const uint8_t *sd0 = src + (ptrdiff_t)d * sd;
+            uint8_t *ok = o8 + (ptrdiff_t)(d / 4) * R * 4;
+            for (int l = 0; l < lv; l += W) {
+                const uint8_t *s = sd0 + l;
+                uint8_t *od = ok + (ptrdiff_t)(l / R) * R * kp + (l % R) * 4;
+                __m128i *acc = (__m128i *)(sums + l);
                 if (W == 16) {
-                    __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)sd0), xv);
-                    __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(sd0 + sd)), xv);
-                    __m128i r2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(sd0 + 2 * sd)), xv);
-                    __m128i r3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(sd0 + 3 * sd)), xv);
+                    __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s), xv);
+                    __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + sd)), xv);
+                    __m128i r2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 2 * sd)), xv);
+                    __m128i r3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 3 * sd)), xv);
                     __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
                     __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
                     __m128i q0 = _mm_unpacklo_epi16(t0, t2), q1 = _mm_unpackhi_epi16(t0, t2);
@@ -83,28 +87,22 @@ static inline void gk_x86_pack_quad(const uint8_t *src, ptrdiff_t sl, ptrdiff_t 
                     _mm_storeu_si128((__m128i *)(od + 16), q1);
                     _mm_storeu_si128((__m128i *)(od + 32), q2);
                     _mm_storeu_si128((__m128i *)(od + 48), q3);
-                    acc0 = gk_quad_sum(acc0, q0, sgn);
-                    acc1 = gk_quad_sum(acc1, q1, sgn);
-                    acc2 = gk_quad_sum(acc2, q2, sgn);
-                    acc3 = gk_quad_sum(acc3, q3, sgn);
+                    _mm_storeu_si128(acc, gk_quad_sum(_mm_loadu_si128(acc), q0, sgn));
+                    _mm_storeu_si128(acc + 1, gk_quad_sum(_mm_loadu_si128(acc + 1), q1, sgn));
+                    _mm_storeu_si128(acc + 2, gk_quad_sum(_mm_loadu_si128(acc + 2), q2, sgn));
+                    _mm_storeu_si128(acc + 3, gk_quad_sum(_mm_loadu_si128(acc + 3), q3, sgn));
                 } else {
-                    __m128i r0 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)sd0), xv);
-                    __m128i r1 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(sd0 + sd)), xv);
-                    __m128i r2 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(sd0 + 2 * sd)), xv);
-                    __m128i r3 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(sd0 + 3 * sd)), xv);
+                    __m128i r0 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)s), xv);
+                    __m128i r1 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + sd)), xv);
+                    __m128i r2 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + 2 * sd)), xv);
+                    __m128i r3 = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + 3 * sd)), xv);
                     __m128i t0 = _mm_unpacklo_epi8(r0, r1), t2 = _mm_unpacklo_epi8(r2, r3);
                     __m128i q0 = _mm_unpacklo_epi16(t0, t2), q1 = _mm_unpackhi_epi16(t0, t2);
                     _mm_storeu_si128((__m128i *)od, q0);
                     _mm_storeu_si128((__m128i *)(od + 16), q1);
-                    acc0 = gk_quad_sum(acc0, q0, sgn);
-                    acc1 = gk_quad_sum(acc1, q1, sgn);
+                    _mm_storeu_si128(acc, gk_quad_sum(_mm_loadu_si128(acc), q0, sgn));
+                    _mm_storeu_si128(acc + 1, gk_quad_sum(_mm_loadu_si128(acc + 1), q1, sgn));
                 }
-            }
-            _mm_storeu_si128((__m128i *)(sums + l), acc0);
-            _mm_storeu_si128((__m128i *)(sums + l + 4), acc1);
-            if (W == 16) {
-                _mm_storeu_si128((__m128i *)(sums + l + 8), acc2);
-                _mm_storeu_si128((__m128i *)(sums + l + 12), acc3);
             }
         }
     }
