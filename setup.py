@@ -33,6 +33,9 @@ def _machine():
 # ISA groups: (name, file suffix, directory, gcc/clang flags, msvc flags).
 # The scalar oracle is its own group: built without auto-vectorisation so it stays scalar.
 X86_GROUPS = [
+    ("amx", "src/csrc/x86/*_amx.c",
+     ["-mamx-tile", "-mamx-int8", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni",
+      "-mavx2", "-mfma"], ["/arch:AVX512"]),
     ("sse41", "src/csrc/x86/*_sse41.c", ["-msse4.1"], []),
     ("avx2", "src/csrc/x86/*_avx2.c", ["-mavx2", "-mfma", "-mf16c"], ["/arch:AVX2"]),
     ("avxvnni", "src/csrc/x86/*_avxvnni.c", ["-mavx2", "-mfma", "-mavxvnni"], ["/arch:AVX2"]),

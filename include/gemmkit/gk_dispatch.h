@@ -26,6 +26,7 @@ enum gk_cpu_feature {
     GK_CPU_AVX512VNNI = 1u << 7,
     GK_CPU_AVXVNNI = 1u << 8,
     GK_CPU_AVX512BF16 = 1u << 9,
+    GK_CPU_AMXINT8 = 1u << 10,  /* AMX-TILE + AMX-INT8, XCR0 tile state, OS permission */
     GK_CPU_NEON = 1u << 16,
     GK_CPU_NEONDOT = 1u << 17,  /* sdot/udot */
     GK_CPU_I8MM = 1u << 18,     /* smmla/usmmla */

@@ -15,6 +15,7 @@ extern const gk_qgemm_kernel gk_qgemm_u8s8_sse41;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_avx2;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_avxvnni;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni;
+extern const gk_qgemm_kernel gk_qgemm_u8s8_amx;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_neon;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_neondot;
 extern const gk_qgemm_kernel gk_qgemm_u8s8_i8mm;

@@ -104,6 +104,10 @@ typedef struct gk_qgemm_kernel {
     gk_qgemm_ukernel_fn ukernel;
     int smallm_max;            /* 0 = no small-M path */
     gk_qgemm_smallm_fn smallm;
+    /* Optional, called by the driver on its own thread around a run of ukernel calls
+     * (AMX: load / release the tile configuration once instead of per tile). */
+    void (*begin)(void);
+    void (*end)(void);
 } gk_qgemm_kernel;
 
 /* The scalar oracle (src/csrc/gk_qgemm_u8s8_scalar.c), always present. */

@@ -29,6 +29,22 @@ static unsigned long long xgetbv0(void)
 }
 #endif
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+/* Linux (>= 5.16) enables AMX tile data per process on request; without it the first
+ * tile instruction faults.  A syscall, not a SIMD instruction. */
+static int gk_amx_os_permission(void)
+{
+    const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+#elif defined(_WIN32)
+static int gk_amx_os_permission(void) { return 1; } /* XCR0 is the whole story on Windows */
+#else
+static int gk_amx_os_permission(void) { return 0; } /* no known way to ask: not used */
+#endif
+
 unsigned gk_cpu_features_x86(void)
 {
     unsigned r[4], f = 0, max_leaf;
@@ -53,7 +69,7 @@ unsigned gk_cpu_features_x86(void)
     if (max_leaf < 7)
         return f;
     cpuid(7, 0, r);
-    unsigned ebx7 = r[1], ecx7 = r[2], max_sub7 = r[0];
+    unsigned ebx7 = r[1], ecx7 = r[2], edx7 = r[3], max_sub7 = r[0];
     if (ebx7 & (1u << 5))
         f |= GK_CPU_AVX2;
     if (max_sub7 >= 1) {
@@ -63,6 +79,11 @@ unsigned gk_cpu_features_x86(void)
         if (zmm_os && (r[0] & (1u << 5)) && (ebx7 & (1u << 16)))
             f |= GK_CPU_AVX512BF16;
     }
+    /* AMX: CPUID AMX-TILE (edx bit 24) + AMX-INT8 (bit 25), XCR0 XTILECFG + XTILEDATA
+     * (bits 17-18), and on Linux the per-process permission for the tile data state. */
+    if ((edx7 & (3u << 24)) == (3u << 24) && (xcr0 & (3ull << 17)) == (3ull << 17) &&
+        zmm_os && gk_amx_os_permission())
+        f |= GK_CPU_AMXINT8;
     if (zmm_os && (ebx7 & (1u << 16))) {
         f |= GK_CPU_AVX512F;
         if (ebx7 & (1u << 30))

@@ -16,6 +16,11 @@ typedef struct {
 } gk_qentry;
 
 static const gk_qentry qtable[] = {
+#ifdef GK_HAVE_AMX
+    {&gk_qgemm_u8s8_amx,
+     GK_CPU_AMXINT8 | GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI |
+         GK_CPU_AVX2 | GK_CPU_FMA},
+#endif
 #ifdef GK_HAVE_AVX512VNNI
     {&gk_qgemm_u8s8_avx512vnni,
      GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI | GK_CPU_AVX2 |
@@ -71,6 +76,7 @@ static const struct {
     {GK_CPU_AVX512F, "avx512f"},     {GK_CPU_AVX512BW, "avx512bw"},
     {GK_CPU_AVX512VL, "avx512vl"},   {GK_CPU_AVX512VNNI, "avx512vnni"},
     {GK_CPU_AVXVNNI, "avxvnni"},     {GK_CPU_AVX512BF16, "avx512bf16"},
+    {GK_CPU_AMXINT8, "amx-int8"},
     {GK_CPU_NEON, "neon"},           {GK_CPU_NEONDOT, "dotprod"},
     {GK_CPU_I8MM, "i8mm"},
 };

@@ -140,6 +140,8 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     }
 
     epi.b_colcorr = colcorr;
+    if (kern->begin)
+        kern->begin();
     for (size_t jc = 0; jc < (size_t)N; jc += nc) {
         const int ncur = (int)((size_t)N - jc < nc ? (size_t)N - jc : nc);
         kern->pack_b(K, ncur, p->b + (ptrdiff_t)jc * p->b_cs, p->b_rs, p->b_cs, b_xor, bp, colsum);
@@ -163,6 +165,8 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
             }
         }
     }
+    if (kern->end)
+        kern->end();
     gk_aligned_free(mem);
     return 0;
 }

@@ -15,7 +15,7 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
     const char *gk_active_isa()
 
 # Every path gemmkit knows, on any platform (for error messages).
-_KNOWN_ISAS = ("avx512vnni", "avxvnni", "avx2", "sse41", "i8mm", "neondot", "neon", "scalar")
+_KNOWN_ISAS = ("amx", "avx512vnni", "avxvnni", "avx2", "sse41", "i8mm", "neondot", "neon", "scalar")
 
 
 def _compiled_isas():
