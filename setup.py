@@ -21,7 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _rel(pattern):
-    return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, pattern)))
+    return sorted(os.path.relpath(p, HERE)
+                  for p in glob.glob(os.path.join(HERE, pattern), recursive=True))
 
 
 def _machine():
@@ -122,6 +123,9 @@ ext = Extension(
     include_dirs=["include", "src/csrc", numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     libraries=[] if sys.platform == "win32" else ["m"],
+    # every C file, header and .pxi: a change anywhere relinks the module
+    depends=(_rel("src/csrc/**/*.c") + _rel("src/csrc/**/*.h") + _rel("include/gemmkit/*.h")
+             + _rel("src/gemmkit/*.pxi")),
 )
 
 setup(

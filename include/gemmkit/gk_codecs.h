@@ -18,7 +18,9 @@ static inline uint32_t gk_f32_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); 
 /* bfloat16 -> float32: exact (bf16 is the top half of an f32). */
 static inline float gk_bf16_to_f32(uint16_t h) { return gk_bits_to_f32((uint32_t)h << 16); }
 
-/* float32 -> bfloat16, round to nearest even; NaN stays a (quiet) NaN. */
+/* float32 -> bfloat16, round to nearest even; NaN -> quiet NaN with the sign and the top 6
+ * payload bits (setting the quiet bit also keeps a NaN whose payload sits in the dropped
+ * low half from becoming inf). */
 static inline uint16_t gk_f32_to_bf16(float f)
 {
     uint32_t u = gk_f32_to_bits(f);
@@ -28,13 +30,15 @@ static inline uint16_t gk_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-/* float16 -> float32: exact, subnormals and NaN payloads included. */
+/* float16 -> float32: exact for every non-NaN code, subnormals included.
+ * NaN keeps its sign and payload but is quieted (bit 9 of the half -> bit 22 of the float),
+ * as F16C's vcvtph2ps and ARM's fcvt do, so the bulk SIMD path is bit-identical. */
 static inline float gk_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
     if (exp == 0x1f)
-        return gk_bits_to_f32(sign | 0x7f800000u | (man << 13));
+        return gk_bits_to_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0u));
     if (exp == 0) {
         /* subnormal: man * 2^-24, exact in float32 */
         float v = (float)man * (1.0f / 16777216.0f);
@@ -43,7 +47,8 @@ static inline float gk_f16_to_f32(uint16_t h)
     return gk_bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-/* float32 -> float16, round to nearest even; overflow -> inf, NaN stays NaN. */
+/* float32 -> float16, round to nearest even; |x| >= 65520 -> inf.  NaN -> quiet NaN with the
+ * sign and the top 9 payload bits (what vcvtps2ph gives). */
 static inline uint16_t gk_f32_to_f16(float f)
 {
     uint32_t u = gk_f32_to_bits(f);
@@ -78,26 +83,56 @@ enum gk_fp8_format {
     GK_F8E5M2FNUZ = 3, /* bias 16, no inf, no -0, NaN = 0x80, max 57344 */
 };
 
-/* Exact decode of all 256 codes of each format (a table). */
+#define GK_FP8_NFORMATS 4
+
+/* Exact decode of all 256 codes of each format: a constant table, no init call needed.
+ * NaN codes decode to the default quiet NaN carrying the code's sign bit (so fnuz 0x80 gives
+ * -NaN, as ml_dtypes does).  fmt must be one of gk_fp8_format. */
 extern const float gk_fp8_decode_table[4][256];
 static inline float gk_fp8_decode(uint8_t v, int fmt) { return gk_fp8_decode_table[fmt][v]; }
 
-/* Encode with round to nearest even from the exact input value.
- * saturate=1 (ONNX QuantizeLinear/Cast saturate=1): a value whose rounding exceeds the
- *   largest finite, and +-inf, give +-max finite; NaN gives NaN.
- * saturate=0 (ONNX saturate=0, same as ml_dtypes' cast): overflow gives inf where the
- *   format has one (E5M2), else NaN; inf likewise. */
+/* Encode with round to nearest even from the exact input value (the f64 form never rounds
+ * through float32).  "Overflow" means: x rounded to nearest even at the format's precision,
+ * with an unbounded exponent, is larger in magnitude than the largest finite value (E4M3FN:
+ * 464 ties to even 448 and does not overflow; 465 rounds to 480 and does).
+ * saturate=1 (ONNX QuantizeLinear/Cast saturate=1): overflow and +-inf give +-max finite.
+ * saturate=0 (ONNX saturate=0, bit-identical to ml_dtypes' cast): overflow and +-inf give
+ *   +-inf in E5M2, NaN in the other formats.
+ * NaN (either mode) gives S.1111.111 (E4M3FN), S.11111.10 (E5M2), 0x80 (fnuz), S the input's
+ * sign.  A result of zero keeps the input's sign, except fnuz formats (no -0): always 0x00.
+ * fmt must be one of gk_fp8_format. */
 uint8_t gk_fp8_encode_f32(float x, int fmt, int saturate);
 uint8_t gk_fp8_encode_f64(double x, int fmt, int saturate);
 
 void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt);
 void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
+void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int saturate);
+
+/* Largest finite value of a format (448, 240, 57344, 57344). */
+float gk_fp8_max_finite(int fmt);
 
 /* Bulk conversions (dispatch to F16C/AVX2 code where the CPU has it). */
 void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
+
+/* The same loops forced onto the scalar inline conversions (tests compare both paths; they
+ * are bit-identical, NaN included). */
+void gk_f16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_f16_n_scalar(const float *src, uint16_t *dst, size_t n);
+void gk_bf16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_bf16_n_scalar(const float *src, uint16_t *dst, size_t n);
+
+/* 1 when the bulk conversions above run the F16C/AVX2 code on this machine, else 0. */
+int gk_codecs_simd_active(void);
+
+/* src/csrc/x86/gk_convert_f16_avx2.c, linked only where the build defines GK_HAVE_AVX2;
+ * call only when the CPU has AVX2 and F16C. */
+void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n);
+void gk_bf16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n);
+void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n);
 
 #ifdef __cplusplus
 }

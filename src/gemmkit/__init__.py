@@ -1,2 +1,16 @@
-"""gemmkit: exact, complete and fast CPU kernels for ONNX MatMulInteger, QLinearMatMul and Gemm."""
-from ._core import *  # noqa: F401,F403
+"""gemmkit: exact, complete and fast CPU kernels for the ONNX operators MatMulInteger,
+QLinearMatMul and Gemm, as NumPy-style functions.
+
+    gemmkit.matmul_integer(A, B, a_zero_point=None, b_zero_point=None)
+    gemmkit.qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+                           y_scale, y_zero_point)
+    gemmkit.gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1)
+    gemmkit.cpu_info()
+
+Positional order is the ONNX input order.  GEMMKIT_ISA forces an int8 kernel path.
+"""
+__version__ = "0.1.0"
+
+from ._core import cpu_info, gemm, matmul_integer, qlinear_matmul
+
+__all__ = ["matmul_integer", "qlinear_matmul", "gemm", "cpu_info", "__version__"]

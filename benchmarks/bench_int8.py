@@ -1,0 +1,153 @@
+"""gemmkit vs onnxruntime on MatMulInteger and QLinearMatMul, one thread, same inputs.
+
+onnxruntime runs single-node InferenceSessions (intra_op_num_threads=1, B as a graph input,
+so neither side can pre-pack B across calls).  Repetitions of the two are interleaved and
+the median is reported, because the machine is shared and noisy.
+
+    python benchmarks/bench_int8.py                 # the issue's table on the best path
+    python benchmarks/bench_int8.py --paths all     # every usable gemmkit path
+    python benchmarks/bench_int8.py --quick         # a few cases, fast
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import gemmkit as gk
+from gemmkit import _core
+
+SIGNS = {"u8s8": (np.uint8, np.int8), "s8u8": (np.int8, np.uint8),
+         "u8u8": (np.uint8, np.uint8), "s8s8": (np.int8, np.int8)}
+SHAPES = [(64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+          (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]
+QUICK_SHAPES = [(64, 64, 64), (1024, 1024, 1024), (1, 4096, 4096), (16, 4096, 4096)]
+
+
+def ort_session(op, ta, tb, ty=None):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    t = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+    if op == "MatMulInteger":
+        inputs = [helper.make_tensor_value_info("A", t[ta], None),
+                  helper.make_tensor_value_info("B", t[tb], None)]
+        node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
+        out = helper.make_tensor_value_info("Y", TensorProto.INT32, None)
+    else:
+        names = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale",
+                 "y_zero_point"]
+        types = [t[ta], TensorProto.FLOAT, t[ta], t[tb], TensorProto.FLOAT, t[tb],
+                 TensorProto.FLOAT, t[ty]]
+        inputs = [helper.make_tensor_value_info(n, ty_, None) for n, ty_ in zip(names, types)]
+        node = helper.make_node("QLinearMatMul", names, ["Y"])
+        out = helper.make_tensor_value_info("Y", t[ty], None)
+    graph = helper.make_graph([node], "g", inputs, [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+
+
+def time_pair(f_gk, f_ort, budget):
+    """Interleaved repetitions; returns (median gemmkit s, median ort s)."""
+    f_gk()
+    f_ort()
+    t0 = time.perf_counter()
+    f_gk()
+    one = time.perf_counter() - t0
+    inner = max(1, int(0.02 / max(one, 1e-7)))
+    reps = max(3, min(15, int(budget / max(one * inner * 2, 1e-9))))
+    tg, to = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            f_gk()
+        tg.append((time.perf_counter() - t0) / inner)
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            f_ort()
+        to.append((time.perf_counter() - t0) / inner)
+    return statistics.median(tg), statistics.median(to)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--paths", default="best",
+                    help="'best', 'all' or a comma list of gemmkit paths")
+    ap.add_argument("--signs", default="u8s8,s8u8,u8u8,s8s8")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-qlinear", action="store_true")
+    ap.add_argument("--peak", type=float, default=469.0,
+                    help="int8 peak GOP/s of one core used for the %%-of-peak column "
+                         "(default: the vpdpbusd peak measured on the Zen 4 dev machine)")
+    ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
+    args = ap.parse_args(argv)
+
+    import onnxruntime as ort
+    avail = gk.cpu_info()["available"]
+    paths = ([avail[0]] if args.paths == "best" else avail if args.paths == "all"
+             else args.paths.split(","))
+    shapes = QUICK_SHAPES if args.quick else SHAPES
+    rng = np.random.default_rng(0)
+    print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
+          f"{ort.__version__}, one thread; peak for %: {args.peak:.0f} GOP/s")
+    hdr = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
+           f"{'gemmkit':>10s} {'GOP/s':>7s} {'%peak':>6s} {'ort':>10s} {'GOP/s':>7s} "
+           f"{'ratio':>7s}")
+    print(hdr)
+    print("-" * len(hdr))
+    ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])
+    for op in ops:
+        signs = args.signs.split(",") if op == "MatMulInteger" else ["u8s8", "s8s8", "u8u8"]
+        for sg in signs:
+            ta, tb = SIGNS[sg]
+            sess = ort_session(op, ta, tb, np.uint8)
+            for (M, K, N) in shapes:
+                if op == "QLinearMatMul" and (M, K, N) == (2048, 2048, 2048):
+                    continue
+                lo_a, hi_a = np.iinfo(ta).min, np.iinfo(ta).max
+                lo_b, hi_b = np.iinfo(tb).min, np.iinfo(tb).max
+                A = rng.integers(lo_a, hi_a + 1, (M, K)).astype(ta)
+                B = rng.integers(lo_b, hi_b + 1, (K, N)).astype(tb)
+                azp, bzp = np.array(3, ta), np.array(5, tb)
+                if op == "MatMulInteger":
+                    feeds = {"A": A, "B": B}
+                    f_gk = lambda: gk.matmul_integer(A, B)  # noqa: E731
+                else:
+                    sa, sb, sy = (np.array(0.01, np.float32), np.array(0.02, np.float32),
+                                  np.array(float(K) * 0.05, np.float32))
+                    yzp = np.array(128, np.uint8)
+                    feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B,
+                             "b_scale": sb, "b_zero_point": bzp, "y_scale": sy,
+                             "y_zero_point": yzp}
+                    f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
+                f_ort = lambda: sess.run(None, feeds)  # noqa: E731
+                ops_n = 2.0 * M * K * N
+                for path in paths:
+                    _core._set_isa(path)
+                    if path == "scalar" and ops_n > 2 * 512**3:
+                        continue
+                    y_gk = f_gk()
+                    y_ort = f_ort()[0]
+                    if op == "MatMulInteger" and not np.array_equal(y_gk, y_ort):
+                        note = " (ort differs)"
+                    else:
+                        note = ""
+                    tg, to = time_pair(f_gk, f_ort, args.budget)
+                    print(f"{op:14s} {sg:5s} {M:5d} {K:5d} {N:5d} {path:11s} "
+                          f"{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
+                          f"{100 * ops_n / tg / 1e9 / args.peak:5.1f}% "
+                          f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
+                          flush=True)
+                _core._set_isa("auto")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

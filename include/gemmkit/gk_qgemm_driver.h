@@ -1,0 +1,56 @@
+/* Entry point of the int8 driver (MatMulInteger and integer QLinearMatMul) for one 2-D
+ * matrix product; the Cython layer loops over broadcast batches.
+ *
+ * Element (i, j) of a strided operand X lives at X + i*rs + j*cs (strides in elements
+ * of that operand's type, possibly negative or zero).  Zero points and scales are given
+ * as a base pointer plus a row stride (a side), a column stride (b side) or both (y
+ * side): per-tensor is stride 0. */
+#ifndef GEMMKIT_GK_QGEMM_DRIVER_H
+#define GEMMKIT_GK_QGEMM_DRIVER_H
+
+#include "gk_qgemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of QLinearMatMul operands (a, b, y and their zero points). */
+enum gk_qtype {
+    GK_QT_U8 = 0,
+    GK_QT_S8 = 1,
+    GK_QT_F8 = 2, /* GK_QT_F8 + enum gk_fp8_format (gk_codecs.h): 2..5 */
+};
+
+typedef struct gk_qgemm_problem {
+    int m, n, k;
+    int a_type, b_type, y_type;               /* enum gk_qtype; used by gk_qlinear_run */
+    const uint8_t *a; ptrdiff_t a_rs, a_cs; int a_signed; /* int8 when a_signed */
+    const uint8_t *b; ptrdiff_t b_rs, b_cs; int b_signed;
+    const uint8_t *a_zp; ptrdiff_t a_zp_rs;   /* same type as A; NULL means 0 */
+    const uint8_t *b_zp; ptrdiff_t b_zp_cs;   /* same type as B; NULL means 0 */
+    int32_t out_kind;                         /* enum gk_qout */
+    /* requantization (out_kind U8/S8 only): float32 scales */
+    const float *a_scale; ptrdiff_t as_rs;
+    const float *b_scale; ptrdiff_t bs_cs;
+    const float *y_scale; ptrdiff_t ys_rs, ys_cs;
+    const uint8_t *y_zp; ptrdiff_t yzp_rs, yzp_cs; /* uint8 for U8, int8 for S8 */
+    void *y; ptrdiff_t ldy;                   /* output, row stride in elements */
+} gk_qgemm_problem;
+
+/* Returns 0, or -1 when memory for packing could not be allocated (nothing written). */
+int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+
+/* QLinearMatMul with any mix of uint8/int8/float8 a, b, y (DESIGN.md §2):
+ * all integer -> gk_qgemm_run; integer a, b with float8 y -> exact int32 accumulation,
+ * x = acc*mult + y_zp in double, saturating float8 cast; float8 a or b -> dequantize in
+ * float32, float32 accumulation (k ascending), x = acc / y_scale, output cast.
+ * Returns 0, or -1 when out of memory (nothing written). */
+int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+
+/* The float32 requantization multiplier of DESIGN.md §2, +-inf clamped to +-FLT_MAX. */
+float gk_qmultiplier(float a_scale, float b_scale, float y_scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
