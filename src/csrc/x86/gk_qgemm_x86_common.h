@@ -1,0 +1,83 @@
+/* Scalar helpers shared by the x86 int8 kernel files (each includes this header and
+ * compiles it with its own ISA flags; everything here is static and plain C).
+ *
+ * Panel layout used by every x86 family, parametrised by R (mr or nr), KS (kstep) and
+ * EB (element bytes): the packed element (r, d) of panel p = r / R lives at element index
+ *     p * R * kp  +  ((d / KS) * R + r % R) * KS  +  d % KS
+ * i.e. each k-group of KS consecutive depth values of one row (A) or column (B) is
+ * contiguous, and the R rows/columns of a panel follow each other inside the group.
+ *   EB = 1: the xor'ed byte itself (a' uint8 / b' int8), KS = 4   (vpdpbusd)
+ *   EB = 2: the xor'ed value widened to int16 (a' zero-, b' sign-extended), KS = 2
+ *           (vpmaddwd: two exact int16 products summed in int32). */
+#ifndef GEMMKIT_GK_QGEMM_X86_COMMON_H
+#define GEMMKIT_GK_QGEMM_X86_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gemmkit/gk_qgemm.h"
+
+static inline int gk_x86_round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/* Packs the elements (r, d) with r in [r0, r1), d in [d0, d1) of the R x KS panel
+ * layout above.  Source element (r, d) is src[r * sr + d * sd] ^ x for r < nreal and
+ * d < kreal, zero otherwise (padding).  sums[r] += value for the real elements (uint32
+ * wrap-around == ONNX int32 wrap).  sgn: the value is int8 (B) rather than uint8 (A). */
+static inline void gk_x86_pack_range(const uint8_t *src, ptrdiff_t sr, ptrdiff_t sd, uint8_t x,
+                                     int sgn, int R, int KS, int EB, int kp, int nreal,
+                                     int kreal, int r0, int r1, int d0, int d1, void *dst,
+                                     int32_t *sums)
+{
+    for (int r = r0; r < r1; r++) {
+        uint32_t s = 0;
+        ptrdiff_t base = (ptrdiff_t)(r / R) * R * kp + r % R * KS;
+        for (int d = d0; d < d1; d++) {
+            int32_t v = 0;
+            if (r < nreal && d < kreal) {
+                uint8_t u = (uint8_t)(src[(ptrdiff_t)r * sr + (ptrdiff_t)d * sd] ^ x);
+                v = sgn ? (int32_t)(int8_t)u : (int32_t)u;
+            }
+            ptrdiff_t at = base + (ptrdiff_t)(d / KS) * R * KS + d % KS;
+            if (EB == 1)
+                ((uint8_t *)dst)[at] = (uint8_t)v;
+            else
+                ((int16_t *)dst)[at] = (int16_t)v;
+            s += (uint32_t)v;
+        }
+        if (r < nreal)
+            sums[r] = (int32_t)((uint32_t)sums[r] + s);
+    }
+}
+
+/* The epilogue of a tile whose raw dot products (before zero-point correction) are in
+ * t[i * ldt + j]: the scalar reference, used for partial tiles and unusual strides. */
+static inline void gk_x86_tile_store_scalar(const gk_qepi *e, int m0, int n0, int mv, int nv,
+                                            const int32_t *t, int ldt)
+{
+    for (int i = 0; i < mv; i++)
+        for (int j = 0; j < nv; j++)
+            gk_qepi_store1(e, m0 + i, n0 + j, (uint32_t)t[i * ldt + j]);
+}
+
+/* Whether the vector epilogue handles these multiplier / output-zero-point strides:
+ * along a row they must be broadcast (0) or contiguous (1); any row stride works. */
+static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
+{
+    if (e->kind == GK_QOUT_I32)
+        return 1;
+    return (e->mult_cs == 0 || e->mult_cs == 1) && (e->yzp_cs == 0 || e->yzp_cs == 1);
+}
+
+/* Small-M helpers: the m rows of A for depth [k0, k0 + 4 * ng) as xor'ed bytes, grouped
+ * by KS consecutive depth values (zero beyond kreal), into q[i * ng * KS + d - k0]. */
+static inline void gk_x86_smallm_gather_a(int m, int kreal, int k0, int nd, const uint8_t *a,
+                                          ptrdiff_t rs, ptrdiff_t cs, uint8_t x, uint8_t *q)
+{
+    for (int i = 0; i < m; i++)
+        for (int d = 0; d < nd; d++)
+            q[i * nd + d] =
+                k0 + d < kreal ? (uint8_t)(a[(ptrdiff_t)i * rs + (ptrdiff_t)(k0 + d) * cs] ^ x) : 0;
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* Issue-throughput peaks of the x86 int8 dot instructions, so that kernels can be quoted
+ * as a % of what the core can do.  Written in inline asm so the compiler can neither
+ * hoist nor spill: every loop keeps >= 8 independent accumulators (more than latency x
+ * throughput).  Returns the number of int8 multiply-adds ("MACs") done; the caller runs a
+ * function only where the CPU reports the ISA (these are never called elsewhere). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <stdint.h>
+
+#define R8(s) s(0) s(1) s(2) s(3) s(4) s(5) s(6) s(7) s(8) s(9) s(10) s(11)
+
+/* 12 vpdpbusd chains: 12 x (lanes x 4) MACs per iteration. */
+#define DPB_Z(i) "vpdpbusd %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+#define DPB_Y(i) "vpdpbusd %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+#define DPB_V(i) "%{vex%} vpdpbusd %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+/* vpmaddwd into a temporary, vpaddd into one of 12 accumulators: lanes x 2 MACs each. */
+#define MWD_Z(i) "vpmaddwd %%zmm12, %%zmm13, %%zmm14\n\tvpaddd %%zmm14, %%zmm" #i ", %%zmm" #i "\n\t"
+#define MWD_Y(i) "vpmaddwd %%ymm12, %%ymm13, %%ymm14\n\tvpaddd %%ymm14, %%ymm" #i ", %%ymm" #i "\n\t"
+#define MWD_X(i) "pmaddwd %%xmm13, %%xmm14\n\tpaddd %%xmm14, %%xmm" #i "\n\tmovdqa %%xmm12, %%xmm14\n\t"
+
+#define PEAK_LOOP(BODY, CLOBBER)                                                            \
+    long n = iters;                                                                         \
+    __asm__ volatile("1:\n\t" R8(BODY) "dec %0\n\tjnz 1b" : "+r"(n) : : CLOBBER, "cc");
+
+#define ZCLOB "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
+              "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14"
+
+int64_t gk_peak_dpbusd_zmm(long iters) { PEAK_LOOP(DPB_Z, ZCLOB) return iters * 12 * 64; }
+int64_t gk_peak_dpbusd_ymm_evex(long iters) { PEAK_LOOP(DPB_Y, ZCLOB) return iters * 12 * 32; }
+int64_t gk_peak_dpbusd_ymm_vex(long iters) { PEAK_LOOP(DPB_V, ZCLOB) return iters * 12 * 32; }
+int64_t gk_peak_maddwd_zmm(long iters) { PEAK_LOOP(MWD_Z, ZCLOB) return iters * 12 * 32; }
+int64_t gk_peak_maddwd_ymm(long iters) { PEAK_LOOP(MWD_Y, ZCLOB) return iters * 12 * 16; }
+int64_t gk_peak_maddwd_xmm(long iters) { PEAK_LOOP(MWD_X, ZCLOB) return iters * 12 * 8; }
+#else
+typedef int gk_bench_peak_unused;
+#endif
