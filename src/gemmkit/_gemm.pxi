@@ -1,1 +1,205 @@
-# placeholder, filled by its owner
+# Gemm: argument checking and the nogil call into the C driver (src/csrc/gk_gemm_driver.c).
+# Included by _core.pyx (which cimports numpy as cnp and imports numpy as np).
+#
+# Inputs are never copied: the driver gets data pointers and byte strides (negative,
+# zero or F-order all fine) and packs panels itself.  The only allocation here is Y.
+
+import ml_dtypes as _gk_ml_dtypes
+
+cdef extern from "gemmkit/gk_gemm.h" nogil:
+    enum:
+        GK_DT_F16
+        GK_DT_BF16
+        GK_DT_F32
+        GK_DT_F64
+        GK_DT_I32
+        GK_DT_U32
+        GK_DT_I64
+        GK_DT_U64
+    enum:
+        GK_GEMM_OK
+        GK_GEMM_ENOMEM
+    ctypedef struct gk_gemm_args:
+        int dtype
+        Py_ssize_t m, n, k
+        const void *a
+        Py_ssize_t a_rs, a_cs
+        const void *b
+        Py_ssize_t b_rs, b_cs
+        const void *c
+        Py_ssize_t c_rs, c_cs
+        void *y
+        Py_ssize_t ldy
+        double alpha, beta
+    int gk_gemm(const gk_gemm_args *args)
+
+cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
+_GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
+
+
+cdef int _gemm_dtype(cnp.ndarray x):
+    """The gk_gemm_dtype of x, or -1 if unsupported (incl. non-native byte order)."""
+    cdef cnp.dtype d = x.descr
+    cdef int t = d.type_num
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(x)
+    if not cnp.PyArray_ISNOTSWAPPED(x):
+        return -1
+    if t == cnp.NPY_FLOAT:
+        return GK_DT_F32
+    if t == cnp.NPY_DOUBLE:
+        return GK_DT_F64
+    if t == cnp.NPY_FLOAT16:
+        return GK_DT_F16
+    if t == _GK_BF16_NUM:
+        return GK_DT_BF16
+    if d.kind == b'i':
+        return GK_DT_I32 if size == 4 else (GK_DT_I64 if size == 8 else -1)
+    if d.kind == b'u':
+        return GK_DT_U32 if size == 4 else (GK_DT_U64 if size == 8 else -1)
+    return -1
+
+
+cdef int _gemm_flag(object v, str name) except -1:
+    if type(v) is int or type(v) is bool:  # the common case, no Python comparisons
+        if v == 0:
+            return 0
+        if v == 1:
+            return 1
+    else:
+        try:
+            if v == 0:
+                return 0
+            if v == 1:
+                return 1
+        except Exception:
+            pass
+    raise ValueError(f"gemm: {name} must be 0 or 1, got {v!r}")
+
+
+cdef double _gemm_real(object v, str name) except? -1.0:
+    if type(v) is float:
+        return <double>v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"gemm: {name} must be a real number, got {type(v).__name__} {v!r}") from None
+
+
+def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
+    """ONNX Gemm: Y = alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
+
+    A, B: 2-D arrays of one dtype (float16, ml_dtypes.bfloat16, float32, float64, int32,
+    int64, uint32, uint64), any strides.  C (optional, same dtype) is unidirectionally
+    broadcast to (M, N): shape (), (1,), (N,), (1, N), (M, 1), (1, 1) or (M, N); with
+    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  Returns a new C-contiguous (M, N)
+    array of A's dtype.
+
+    float16/bfloat16 accumulate in float32 and round once; float32/float16/bfloat16 use
+    float32(alpha), float32(beta).  alpha * (A' @ B') is computed literally (alpha = 0
+    with inf in A gives NaN).  beta == 0 means C is not read.  Integer types with integral
+    alpha/beta are exact modulo 2**bits; otherwise (the onnx reference) Y =
+    cast(float64(A' @ B' wrapped) * alpha + float64(C) * beta), where cast truncates toward
+    zero and wraps modulo 2**bits (NaN/inf -> 0).
+    """
+    cdef cnp.ndarray a, b, c = None, y
+    cdef int ta = _gemm_flag(transA, "transA")
+    cdef int tb = _gemm_flag(transB, "transB")
+    cdef int bc = _gemm_flag(broadcast, "broadcast")
+    cdef double alpha_d = _gemm_real(alpha, "alpha")
+    cdef double beta_d = _gemm_real(beta, "beta")
+    cdef int dt, dtc
+    cdef Py_ssize_t M, N, K, Kb, cm, cn
+    cdef cnp.npy_intp dims[2]
+    cdef gk_gemm_args args
+    cdef int rc
+
+    a = <cnp.ndarray>A if cnp.PyArray_Check(A) else np.asarray(A)
+    b = <cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B)
+    if C is not None:
+        c = <cnp.ndarray>C if cnp.PyArray_Check(C) else np.asarray(C)
+
+    # ---- dtypes (TypeError) ----
+    dt = _gemm_dtype(a)
+    if dt < 0:
+        raise TypeError(f"gemm: A has unsupported dtype {(<object>a).dtype}; supported: "
+                        f"{_GK_GEMM_SUPPORTED} (native byte order)")
+    if _gemm_dtype(b) != dt:
+        raise TypeError(f"gemm: B has dtype {(<object>b).dtype} but A has dtype {(<object>a).dtype}; "
+                        f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
+    if c is not None and _gemm_dtype(c) != dt:
+        raise TypeError(f"gemm: C has dtype {(<object>c).dtype} but A has dtype {(<object>a).dtype}; "
+                        f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
+
+    # ---- shapes (ValueError) ----
+    if cnp.PyArray_NDIM(a) != 2:
+        raise ValueError(f"gemm: A must be 2-D, got shape {(<object>a).shape}")
+    if cnp.PyArray_NDIM(b) != 2:
+        raise ValueError(f"gemm: B must be 2-D, got shape {(<object>b).shape}")
+    M = cnp.PyArray_DIM(a, ta)
+    K = cnp.PyArray_DIM(a, 1 - ta)
+    Kb = cnp.PyArray_DIM(b, tb)
+    N = cnp.PyArray_DIM(b, 1 - tb)
+    if K != Kb:
+        raise ValueError(
+            f"gemm: inner dimensions differ: A{'.T' if ta else ''} of A shape {(<object>a).shape} "
+            f"has K={K}, B{'.T' if tb else ''} of B shape {(<object>b).shape} has K={Kb} "
+            f"(transA={ta}, transB={tb})")
+
+    args.c = NULL
+    args.c_rs = 0
+    args.c_cs = 0
+    if c is not None:
+        if bc == 0:
+            if not (cnp.PyArray_NDIM(c) == 2 and cnp.PyArray_DIM(c, 0) == M
+                    and cnp.PyArray_DIM(c, 1) == N):
+                raise ValueError(f"gemm: with broadcast=0, C must have shape ({M}, {N}) "
+                                 f"exactly, got {(<object>c).shape}")
+        if cnp.PyArray_NDIM(c) == 0:
+            cm = 1
+            cn = 1
+        elif cnp.PyArray_NDIM(c) == 1:
+            cm = 1
+            cn = cnp.PyArray_DIM(c, 0)
+        elif cnp.PyArray_NDIM(c) == 2:
+            cm = cnp.PyArray_DIM(c, 0)
+            cn = cnp.PyArray_DIM(c, 1)
+        else:
+            cm = -1
+            cn = -1
+        if not ((cm == 1 or cm == M) and (cn == 1 or cn == N)):
+            raise ValueError(f"gemm: C of shape {(<object>c).shape} is not unidirectionally "
+                             f"broadcastable to (M, N) = ({M}, {N})")
+        args.c = cnp.PyArray_DATA(c)
+        # stride 0 on broadcast (size-1) axes; a size-1 axis of a size-1 output reads
+        # index 0 only, so its stride never matters
+        if cnp.PyArray_NDIM(c) == 2:
+            args.c_rs = cnp.PyArray_STRIDE(c, 0) if cm != 1 else 0
+            args.c_cs = cnp.PyArray_STRIDE(c, 1) if cn != 1 else 0
+        elif cnp.PyArray_NDIM(c) == 1:
+            args.c_cs = cnp.PyArray_STRIDE(c, 0) if cn != 1 else 0
+
+    dims[0] = M
+    dims[1] = N
+    y = cnp.PyArray_EMPTY(2, dims, cnp.PyArray_TYPE(a), 0)
+
+    args.dtype = dt
+    args.m = M
+    args.n = N
+    args.k = K
+    args.a = cnp.PyArray_DATA(a)
+    args.a_rs = cnp.PyArray_STRIDE(a, ta)
+    args.a_cs = cnp.PyArray_STRIDE(a, 1 - ta)
+    args.b = cnp.PyArray_DATA(b)
+    args.b_rs = cnp.PyArray_STRIDE(b, tb)
+    args.b_cs = cnp.PyArray_STRIDE(b, 1 - tb)
+    args.y = cnp.PyArray_DATA(y)
+    args.ldy = N
+    args.alpha = alpha_d
+    args.beta = beta_d
+    with nogil:
+        rc = gk_gemm(&args)
+    if rc != GK_GEMM_OK:
+        if rc == GK_GEMM_ENOMEM:
+            raise MemoryError(f"gemm: out of memory for workspace (M={M}, N={N}, K={K})")
+        raise RuntimeError(f"gemm: internal error {rc}")
+    return y

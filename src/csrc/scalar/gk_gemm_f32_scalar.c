@@ -1,0 +1,42 @@
+/* Scalar float32-accumulating (float16, bfloat16, float32) Gemm micro-kernel: the oracle
+ * every SIMD family of these types must match (within the float rounding bounds; summation
+ * order is increasing k).
+ * Built without auto-vectorisation (setup.py's scalar group).
+ *
+ * Tile 4 x 4; cache blocks MC=128 (packed A block 128*256*4 B = 128 KiB, sized for
+ * L2), KC=256, NC=1024 (packed B block 256*1024*4 B = 1024 KiB, sized for L3). */
+#include "gemmkit/gk_gemm.h"
+
+#define MR 4
+#define NR 4
+
+static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
+{
+    const float *a = (const float *)a_panel;
+    const float *b = (const float *)b_panel;
+    float *t = (float *)tile;
+    float acc[MR][NR] = {{0}};
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            for (int j = 0; j < NR; j++) {
+                acc[i][j] += a[(ptrdiff_t)k * MR + i] * b[(ptrdiff_t)k * NR + j]; /* no FMA: -ffp-contract=off */
+            }
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            t[i * NR + j] = acc[i][j];
+}
+
+const gk_gemm_kernel gk_gemm_f16_scalar = {
+    "scalar", GK_DT_F16, GK_ACC_F32, MR, NR, 128, 256, 1024,
+    gk_gemm_pack_a_f16, gk_gemm_pack_b_f16, ukernel,
+};
+const gk_gemm_kernel gk_gemm_bf16_scalar = {
+    "scalar", GK_DT_BF16, GK_ACC_F32, MR, NR, 128, 256, 1024,
+    gk_gemm_pack_a_bf16, gk_gemm_pack_b_bf16, ukernel,
+};
+const gk_gemm_kernel gk_gemm_f32_scalar = {
+    "scalar", GK_DT_F32, GK_ACC_F32, MR, NR, 128, 256, 1024,
+    gk_gemm_pack_a_f32, gk_gemm_pack_b_f32, ukernel,
+};

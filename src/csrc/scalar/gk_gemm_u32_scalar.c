@@ -1,0 +1,40 @@
+/* Scalar 32-bit integer (int32, uint32) Gemm micro-kernel: the oracle every SIMD family of these
+ * types must match (bit for bit: modular sums are order-independent).
+ * Built without auto-vectorisation (setup.py's scalar group).
+ *
+ * Tile 4 x 4; cache blocks MC=128 (packed A block 128*256*4 B = 128 KiB, sized for
+ * L2), KC=256, NC=1024 (packed B block 256*1024*4 B = 1024 KiB, sized for L3). */
+#include "gemmkit/gk_gemm.h"
+
+#define MR 4
+#define NR 4
+
+static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
+{
+    const uint32_t *a = (const uint32_t *)a_panel;
+    const uint32_t *b = (const uint32_t *)b_panel;
+    uint32_t *t = (uint32_t *)tile;
+    uint32_t acc[MR][NR] = {{0}};
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            for (int j = 0; j < NR; j++) {
+                /* 0u + x keeps the product unsigned even where int is wider than 32 bits, so it
+                 * wraps mod 2**32 (never signed overflow); that is also the int32 product
+                 * mod 2**32. */
+                acc[i][j] += (uint32_t)((0u + a[(ptrdiff_t)k * MR + i]) * b[(ptrdiff_t)k * NR + j]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            t[i * NR + j] = acc[i][j];
+}
+
+const gk_gemm_kernel gk_gemm_i32_scalar = {
+    "scalar", GK_DT_I32, GK_ACC_U32, MR, NR, 128, 256, 1024,
+    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, ukernel,
+};
+const gk_gemm_kernel gk_gemm_u32_scalar = {
+    "scalar", GK_DT_U32, GK_ACC_U32, MR, NR, 128, 256, 1024,
+    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, ukernel,
+};

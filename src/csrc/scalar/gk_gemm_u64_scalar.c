@@ -1,0 +1,38 @@
+/* Scalar 64-bit integer (int64, uint64) Gemm micro-kernel: the oracle every SIMD family of these
+ * types must match (bit for bit: modular sums are order-independent).
+ * Built without auto-vectorisation (setup.py's scalar group).
+ *
+ * Tile 4 x 4; cache blocks MC=64 (packed A block 64*256*8 B = 128 KiB, sized for
+ * L2), KC=256, NC=512 (packed B block 256*512*8 B = 1024 KiB, sized for L3). */
+#include "gemmkit/gk_gemm.h"
+
+#define MR 4
+#define NR 4
+
+static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
+{
+    const uint64_t *a = (const uint64_t *)a_panel;
+    const uint64_t *b = (const uint64_t *)b_panel;
+    uint64_t *t = (uint64_t *)tile;
+    uint64_t acc[MR][NR] = {{0}};
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            for (int j = 0; j < NR; j++) {
+                /* unsigned: wraps mod 2**64, also the int64 product mod 2**64 */
+                acc[i][j] += a[(ptrdiff_t)k * MR + i] * b[(ptrdiff_t)k * NR + j];
+            }
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            t[i * NR + j] = acc[i][j];
+}
+
+const gk_gemm_kernel gk_gemm_i64_scalar = {
+    "scalar", GK_DT_I64, GK_ACC_U64, MR, NR, 64, 256, 512,
+    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, ukernel,
+};
+const gk_gemm_kernel gk_gemm_u64_scalar = {
+    "scalar", GK_DT_U64, GK_ACC_U64, MR, NR, 64, 256, 512,
+    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, ukernel,
+};
