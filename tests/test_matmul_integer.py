@@ -92,7 +92,7 @@ B_ZP_2D = ["none", "pyint", "npscalar", "0d", "len1", "col", "col2d"]
 # properties
 # ----------------------------------------------------------------------------------------
 
-@settings(max_examples=examples(40))
+@settings(max_examples=examples(150))
 @given(dims=mnk(), ta=int8_dtypes(), tb=int8_dtypes(),
        azm=st.sampled_from(A_ZP_2D), bzm=st.sampled_from(B_ZP_2D),
        la=layouts(), lb=layouts(), extreme=st.booleans(), seed=st.integers(0, 2**32 - 1))
@@ -109,7 +109,7 @@ def test_2d_matches_oracle(isa, dims, ta, tb, azm, bzm, la, lb, extreme, seed):
     assert_exact(got, want)
 
 
-@settings(max_examples=examples(30))
+@settings(max_examples=examples(100))
 @given(bs=batch_shapes(), m=st.sampled_from(EDGE_DIMS[:20]), n=st.sampled_from(EDGE_DIMS[:20]),
        k=st.sampled_from(EDGE_DIMS[:22]), ta=int8_dtypes(), tb=int8_dtypes(),
        azm=st.sampled_from(A_ZP_2D + ["rowbatch"]), bzm=st.sampled_from(B_ZP_2D + ["colbatch"]),
@@ -129,7 +129,7 @@ def test_batched_broadcast_matches_oracle(isa, bs, m, n, k, ta, tb, azm, bzm, la
     assert_exact(got, want)
 
 
-@settings(max_examples=examples(15))
+@settings(max_examples=examples(40))
 @given(k=st.sampled_from(DEEP_K + [4096, 4097, 8191]), m=st.sampled_from([1, 2, 3, 5, 8, 17]),
        n=st.sampled_from([1, 2, 4, 7, 16, 33]), ta=int8_dtypes(), tb=int8_dtypes(),
        seed=st.integers(0, 2**32 - 1))

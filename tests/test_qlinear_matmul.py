@@ -103,7 +103,8 @@ def pick_y_scale(rng, a, a_scale, a_zp, b, b_scale, b_zp, shape, sdt, y_dt, targ
     typ = float(np.percentile(real, 75)) if real.size else 0.0
     base = typ / (target * _qmax(y_dt)) if typ > 0 else 1.0
     ys = base * np.exp(rng.uniform(-0.5, 0.5, size=shape))
-    ys = np.asarray(ys).astype(np.float32).astype(sdt)
+    fmax = float(np.finfo(np.float16).max if sdt == F16 else np.finfo(np.float32).max)
+    ys = np.clip(np.asarray(ys), 0, fmax / 2).astype(np.float32).astype(sdt)
     # keep it valid: finite and non-zero in the scale dtype
     ys = np.where((ys.astype(np.float32) == 0) | ~np.isfinite(ys.astype(np.float32)),
                   np.asarray(1.0, sdt), ys).astype(sdt)
@@ -155,8 +156,13 @@ def qcase(draw, t1s, t2s, t3s, float8_required=False, max_macs=120_000):
     b_scale = rand_scale(rng, sb_shape, sdt)
     y_scale = pick_y_scale(rng, a, a_scale, a_zp, b, b_scale, b_zp, sy_shape, sdt, t3, target)
     y_zp = rand_zp(rng, sy_shape, t3)
+    # Scales and zero points in arbitrary memory layouts too (strided, negative, offset).
+    lp = draw(st.sampled_from(["C", "C", "neg", "strided", "offset", "readonly"]))
+    a_scale, a_zp, b_scale, b_zp, y_scale, y_zp = (
+        relayout(p, lp) if np.ndim(p) else p
+        for p in (a_scale, a_zp, b_scale, b_zp, y_scale, y_zp))
     note = dict(t1=t1, t2=t2, t3=t3, m=m, n=n, k=k, a_batch=a_batch, b_batch=b_batch,
-                modes=(am, bm, ym), sdt=sdt, target=target, layouts=(la, lb))
+                modes=(am, bm, ym), sdt=sdt, target=target, layouts=(la, lb, lp))
     return (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp), (la, lb), note
 
 
@@ -164,21 +170,21 @@ def qcase(draw, t1s, t2s, t3s, float8_required=False, max_macs=120_000):
 # properties
 # ----------------------------------------------------------------------------------------
 
-@settings(max_examples=examples(50))
+@settings(max_examples=examples(200))
 @given(case=qcase(INT_TYPES, INT_TYPES, INT_TYPES))
 def test_int8_inputs_int8_output_bit_exact(isa, case):
     args, lay, note = case
     run_and_check(args, lay)
 
 
-@settings(max_examples=examples(25))
+@settings(max_examples=examples(80))
 @given(case=qcase(INT_TYPES, INT_TYPES, list(o.FLOAT8_TYPES)))
 def test_int8_inputs_float8_output_bit_exact(isa, case):
     args, lay, note = case
     run_and_check(args, lay)
 
 
-@settings(max_examples=examples(40))
+@settings(max_examples=examples(150))
 @given(case=qcase(ALL_Q_TYPES, ALL_Q_TYPES, ALL_Q_TYPES, float8_required=True,
                   max_macs=60_000))
 def test_float8_inputs_within_float32_accumulation_error(isa, case):
@@ -552,6 +558,34 @@ def test_zero_stride_and_negative_stride_inputs(isa):
     o.check_qlinear(y, np.ascontiguousarray(a), np.ascontiguousarray(a_scale),
                     np.ascontiguousarray(a_zp), np.ascontiguousarray(b), np.float32(0.01),
                     np.uint8(130), np.float32(0.05), np.int8(1))
+
+
+def test_misaligned_and_byteswapped_scales(isa):
+    rng = np.random.default_rng(29)
+    m, n, k = 7, 6, 30
+    a = rand_int8(rng, (m, k), U8)
+    b = rand_int8(rng, (k, n), S8)
+    a_zp = rand_int8(rng, (m,), U8)
+    vals = rng.uniform(0.001, 0.01, size=m).astype(np.float32)
+    # float32 data at an odd byte address (NumPy marks it unaligned)
+    buf = np.zeros(4 * m + 1, np.uint8)
+    a_scale = np.frombuffer(buf.data, dtype=np.float32, count=m, offset=1)
+    buf[1:] = np.frombuffer(vals.tobytes(), np.uint8)
+    assert not a_scale.flags.aligned
+    want, _ = o.qlinear_matmul(a, vals, a_zp, b, np.float32(0.02), np.int8(0),
+                               np.float32(0.05), np.uint8(128))
+    y = _gk().qlinear_matmul(a, a_scale, a_zp, b, np.float32(0.02), np.int8(0),
+                             np.float32(0.05), np.uint8(128))
+    np.testing.assert_array_equal(y, want)
+    # Non-native byte order: either rejected (TypeError) or read correctly, never misread.
+    swapped = vals.astype(vals.dtype.newbyteorder())
+    try:
+        y = _gk().qlinear_matmul(a, swapped, a_zp, b, np.float32(0.02), np.int8(0),
+                                 np.float32(0.05), np.uint8(128))
+    except TypeError as exc:
+        assert "a_scale" in str(exc)
+    else:
+        np.testing.assert_array_equal(y, want)
 
 
 def test_int32_wrap_then_requantize(isa):
