@@ -1,0 +1,270 @@
+"""The onnx package's own node test cases for MatMulInteger / QLinearMatMul / Gemm, run
+through ``gemmkit.onnx_ops.run_node``, plus run_node's own mapping rules and a cross-check
+against onnxruntime on the cases it supports."""
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import oracles as o
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper, numpy_helper  # noqa: E402
+
+OPS = ("MatMulInteger", "QLinearMatMul", "Gemm")
+_CASE_MODULES = ("gemm", "matmulinteger", "qlinearmatmul")
+
+
+def _load_cases():
+    """Node test cases of the three ops.
+
+    collect_testcases() imports every op's case module (~8 s); importing just the three
+    modules fills the same registry (their Base subclasses call expect() on import).
+    Falls back to the public API if those internals change."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import onnx.backend.test.case.node as node_pkg
+            node_pkg._TargetOpType = None
+            for m in _CASE_MODULES:
+                importlib.import_module(f"onnx.backend.test.case.node.{m}")
+            cases = list(node_pkg._NodeTestCases)
+        except Exception:  # pragma: no cover - depends on onnx internals
+            from onnx.backend.test.case.node import collect_testcases
+            cases = collect_testcases()
+    cases = [c for c in cases if c.kind == "node"
+             and any(n.op_type in OPS for n in c.model.graph.node)
+             and len(c.model.graph.node) == 1]
+    return sorted(cases, key=lambda c: c.name)
+
+
+CASES = _load_cases()
+INT_CASES = [c for c in CASES if c.model.graph.node[0].op_type != "Gemm"]
+GEMM_CASES = [c for c in CASES if c.model.graph.node[0].op_type == "Gemm"]
+
+
+def _opset(model):
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    return None
+
+
+def _arr(x):
+    return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
+
+
+def _compare(got, want, name):
+    want = _arr(want)
+    assert isinstance(got, np.ndarray), type(got)
+    assert got.shape == want.shape, (name, got.shape, want.shape)
+    assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+    if o.is_float8(want.dtype):
+        np.testing.assert_array_equal(o.canonical_f8_codes(got), o.canonical_f8_codes(want))
+    elif np.issubdtype(want.dtype, np.integer) or want.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want)
+    else:
+        rtol = {np.dtype(np.float16): 1e-3, o.BF16: 1e-2}.get(want.dtype, 1e-5)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=rtol * 1e-1)
+
+
+def _run_case(case):
+    from gemmkit.onnx_ops import run_node
+
+    node = case.model.graph.node[0]
+    assert case.data_sets, case.name
+    for inputs, outputs in case.data_sets:
+        got = run_node(node, [_arr(x) for x in inputs], opset=_opset(case.model))
+        assert len(got) == len(outputs)
+        for g, w in zip(got, outputs):
+            _compare(g, w, case.name)
+
+
+def test_cases_were_found():
+    names = {c.name for c in CASES}
+    assert "test_matmulinteger" in names
+    assert any(n.startswith("test_qlinearmatmul") for n in names)
+    assert any(n.startswith("test_gemm") for n in names)
+
+
+@pytest.mark.parametrize("case", INT_CASES, ids=[c.name for c in INT_CASES])
+def test_onnx_node_case_int(isa, case):
+    _run_case(case)
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[c.name for c in GEMM_CASES])
+def test_onnx_node_case_gemm(case):
+    import gemmkit
+    if not hasattr(gemmkit, "gemm"):
+        pytest.skip("gemmkit.gemm is not in this build yet")
+    _run_case(case)
+
+
+# ----------------------------------------------------------------------------------------
+# run_node mapping rules
+# ----------------------------------------------------------------------------------------
+
+def test_run_node_rejects_other_ops():
+    from gemmkit.onnx_ops import run_node
+    node = helper.make_node("MatMul", ["A", "B"], ["Y"])
+    with pytest.raises(NotImplementedError, match="MatMul"):
+        run_node(node, [np.ones((2, 2), np.float32)] * 2)
+    node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"], domain="com.microsoft")
+    with pytest.raises(NotImplementedError):
+        run_node(node, [np.ones((2, 2), np.uint8)] * 2)
+
+
+def test_run_node_matmul_integer_empty_optional_input_names(isa):
+    from gemmkit.onnx_ops import run_node
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (4, 6)).astype(np.uint8)
+    b = rng.integers(-128, 128, (6, 3)).astype(np.int8)
+    bzp = np.array([1, -2, 3], np.int8)
+    want = o.matmul_integer(a, b, None, bzp)
+    node = helper.make_node("MatMulInteger", ["A", "B", "", "bzp"], ["Y"])
+    # present-inputs convention (as in onnx's test cases) ...
+    (y,) = run_node(node, [a, b, bzp])
+    np.testing.assert_array_equal(y, want)
+    # ... and positional with None for the empty name
+    (y,) = run_node(node, [a, b, None, bzp])
+    np.testing.assert_array_equal(y, want)
+    # trailing optional inputs left out entirely
+    node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
+    (y,) = run_node(node, [a, b], opset=10)
+    np.testing.assert_array_equal(y, o.matmul_integer(a, b))
+
+
+def test_run_node_qlinear_matmul_opset10_rejects_float8_and_half_scales(isa):
+    from gemmkit.onnx_ops import run_node
+    node = helper.make_node("QLinearMatMul", list("abcdefgh"), ["y"])
+    f8 = o.FLOAT8_TYPES[0]
+    a = np.ones((2, 3), f8)
+    args = [a, np.float32(1), np.zeros((), f8), np.ones((3, 2), np.int8), np.float32(1),
+            np.int8(0), np.float32(1), np.int8(0)]
+    with pytest.raises(TypeError, match="opset"):
+        run_node(node, args, opset=10)
+    (y,) = run_node(node, args, opset=21)
+    np.testing.assert_array_equal(y, np.full((2, 2), 3, np.int8))
+    args16 = [np.ones((2, 3), np.uint8), np.float16(1), np.uint8(0), np.ones((3, 2), np.int8),
+              np.float16(1), np.int8(0), np.float16(1), np.int8(0)]
+    with pytest.raises(TypeError, match="opset"):
+        run_node(node, args16, opset=10)
+    (y,) = run_node(node, args16, opset=21)
+    np.testing.assert_array_equal(y, np.full((2, 2), 3, np.int8))
+
+
+def _gemm_or_skip():
+    import gemmkit
+    if not hasattr(gemmkit, "gemm"):
+        pytest.skip("gemmkit.gemm is not in this build yet")
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_run_node_gemm_attributes(trans_a, trans_b):
+    _gemm_or_skip()
+    from gemmkit.onnx_ops import run_node
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 7) if not trans_a else (7, 5)).astype(np.float32)
+    b = rng.standard_normal((7, 4) if not trans_b else (4, 7)).astype(np.float32)
+    c = rng.standard_normal((1, 4)).astype(np.float32)
+    node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=0.75, beta=-1.5,
+                            transA=trans_a, transB=trans_b)
+    (y,) = run_node(node, [a, b, c], opset=13)
+    aa = a.T if trans_a else a
+    bb = b.T if trans_b else b
+    want = 0.75 * (aa.astype(np.float64) @ bb) - 1.5 * c
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_run_node_gemm_optional_c_omitted():
+    _gemm_or_skip()
+    from gemmkit.onnx_ops import run_node
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for inputs, names in (([a, b], ["A", "B"]), ([a, b], ["A", "B", ""]),
+                          ([a, b, None], ["A", "B", ""])):
+        node = helper.make_node("Gemm", names, ["Y"], alpha=2.0)
+        (y,) = run_node(node, inputs, opset=13)
+        np.testing.assert_allclose(y, 2.0 * (a @ b), rtol=1e-6)
+
+
+def test_run_node_gemm_opset6_broadcast_default_is_off():
+    _gemm_or_skip()
+    from gemmkit.onnx_ops import run_node
+    a = np.ones((2, 3), np.float32)
+    b = np.ones((3, 4), np.float32)
+    c_vec = np.arange(4, dtype=np.float32)
+    node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"])
+    # opset 6 without broadcast=1: C must be exactly (M, N)
+    with pytest.raises(ValueError):
+        run_node(node, [a, b, c_vec], opset=6)
+    (y,) = run_node(node, [a, b, np.ones((2, 4), np.float32)], opset=6)
+    np.testing.assert_allclose(y, np.full((2, 4), 4.0))
+    node_b = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], broadcast=1)
+    (y,) = run_node(node_b, [a, b, c_vec], opset=6)
+    np.testing.assert_allclose(y, 3.0 + c_vec[None, :].repeat(2, 0))
+    # opset 7+: always unidirectional broadcasting
+    (y,) = run_node(node, [a, b, c_vec], opset=13)
+    np.testing.assert_allclose(y, 3.0 + c_vec[None, :].repeat(2, 0))
+
+
+# ----------------------------------------------------------------------------------------
+# cross-check with onnxruntime where it implements the case
+# ----------------------------------------------------------------------------------------
+
+def _ort_run(op, inputs, out_dtype, opset):
+    ort = pytest.importorskip("onnxruntime")
+    from onnx.helper import np_dtype_to_tensor_dtype
+    names = [f"in{i}" for i in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"])
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, np_dtype_to_tensor_dtype(x.dtype), x.shape)
+         for n, x in zip(names, inputs)],
+        [helper.make_tensor_value_info("y", np_dtype_to_tensor_dtype(np.dtype(out_dtype)),
+                                       None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT lacks a kernel for this type combination
+        if "NOT_IMPLEMENTED" in str(exc):
+            return None
+        raise
+    return sess.run(None, dict(zip(names, inputs)))[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_agrees_with_onnxruntime(isa, seed):
+    from gemmkit.onnx_ops import run_node
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for ta in (np.uint8, np.int8):
+        for tb in (np.uint8, np.int8):
+            m, n, k = (int(v) for v in rng.integers(1, 40, 3))
+            a = rng.integers(np.iinfo(ta).min, np.iinfo(ta).max + 1, (2, m, k)).astype(ta)
+            b = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (k, n)).astype(tb)
+            azp = np.array(rng.integers(0, 100), ta)
+            bzp = np.array(rng.integers(0, 100), tb)
+            ref = _ort_run("MatMulInteger", [a, b, azp, bzp], np.int32, 10)
+            node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+            if ref is not None:
+                np.testing.assert_array_equal(run_node(node, [a, b, azp, bzp])[0], ref)
+                checked += 1
+            for ty in (np.uint8, np.int8):
+                sa, sb = (np.array(rng.uniform(1e-3, 0.1), np.float32) for _ in range(2))
+                sy = np.array(sa * sb * np.sqrt(k) * 70 * rng.uniform(0.5, 2), np.float32)
+                yz = np.array(rng.integers(0, 100), ty)
+                ins = [a, sa, azp, b, sb, bzp, sy, yz]
+                ref = _ort_run("QLinearMatMul", ins, ty, 10)
+                if ref is not None:
+                    node = helper.make_node("QLinearMatMul", list("abcdefgh"), ["y"])
+                    np.testing.assert_array_equal(run_node(node, ins, opset=10)[0], ref)
+                    checked += 1
+    assert checked >= 4
