@@ -464,7 +464,10 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
 
 
 cdef int _same_shape(_Small s, _Small z, str sn, str zn) except -1:
-    if s.arr is None and z.arr is None:
+    """ONNX: a scale has its zero point's shape.  A Python int/float (no shape of its
+    own) matches any size-1 partner."""
+    if s.arr is None and z.arr is None and (
+            isinstance(s.orig, (int, float)) or isinstance(z.orig, (int, float))):
         return 0
     ss, zs = np.shape(s.orig), np.shape(z.orig)
     if ss != zs:
