@@ -103,6 +103,7 @@ cdef class _Small:
     cdef object arr
     cdef object orig
     cdef const void *ptr
+    cdef int ndim      # -1 for a Python int/float (no shape of its own)
 
 
 cdef inline int _scalar_typenum(x):
@@ -117,6 +118,7 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
     cdef cnp.ndarray za
     r.orig = z
     r.ptr = &r.value
+    r.ndim = 0
     if isinstance(z, np.generic):
         if _scalar_typenum(z) != tt:
             raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
@@ -134,8 +136,10 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
         if not lo <= z <= hi:
             raise ValueError(f"{name}={z} is out of range for {tname}'s dtype {tdtype}")
         r.value = <uint8_t>(z & 0xff)
+        r.ndim = -1
         return r
     za = _arr(z)
+    r.ndim = cnp.PyArray_NDIM(za)
     if cnp.PyArray_TYPE(za) != tt:
         raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
                         f"got {za.dtype}")
@@ -161,8 +165,10 @@ cdef _Small _scale(s, str name, bint is_y):
     cdef uint16_t h
     r.orig = s
     r.ptr = &r.fvalue
+    r.ndim = 0
     if isinstance(s, float):
         r.fvalue = _check_scale_value(<float>(<double>s), name, is_y)
+        r.ndim = -1
         return r
     if isinstance(s, np.generic):
         t = _scalar_typenum(s)
@@ -176,6 +182,7 @@ cdef _Small _scale(s, str name, bint is_y):
         _check_scale_value(r.fvalue, name, is_y)
         return r
     sa = _arr(s)
+    r.ndim = cnp.PyArray_NDIM(sa)
     t = cnp.PyArray_TYPE(sa)
     if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:
         raise TypeError(f"{name} must be float32, float16 or bfloat16, got {sa.dtype}")
@@ -466,9 +473,10 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
 cdef int _same_shape(_Small s, _Small z, str sn, str zn) except -1:
     """ONNX: a scale has its zero point's shape.  A Python int/float (no shape of its
     own) matches any size-1 partner."""
-    if s.arr is None and z.arr is None and (
-            isinstance(s.orig, (int, float)) or isinstance(z.orig, (int, float))):
-        return 0
+    if s.arr is None and z.arr is None:
+        # both size 1: shapes (1,)*ndim, equal iff the ndims are
+        if s.ndim == -1 or z.ndim == -1 or s.ndim == z.ndim:
+            return 0
     ss, zs = np.shape(s.orig), np.shape(z.orig)
     if ss != zs:
         raise ValueError(f"{sn} and {zn} must have the same shape, got "
