@@ -113,11 +113,11 @@ typedef struct gk_qgemm_kernel {
 /* The scalar oracle (src/csrc/gk_qgemm_u8s8_scalar.c), always present. */
 extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
 
-/* The reference epilogue for one int32 value: SIMD paths must equal it bit for bit. */
-static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
+/* The reference epilogue, in two steps so kernels that correct zero points in vector
+ * registers can finish lanes with the same scalar tail.  SIMD paths must equal it bit
+ * for bit. */
+static inline void gk_qepi_store_y(const gk_qepi *e, int m, int n, uint32_t y)
 {
-    uint32_t y = dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n]
-                     - (uint32_t)e->a_zp[m] * (uint32_t)e->b_colcorr[n];
     if (e->kind == GK_QOUT_I32) {
         ((int32_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int32_t)y;
         return;
@@ -133,6 +133,14 @@ static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
             ((int8_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int8_t)(int)r;
         }
     }
+}
+
+/* Zero-point correction of one raw dot product (mod 2**32), then gk_qepi_store_y. */
+static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
+{
+    gk_qepi_store_y(e, m, n,
+                    dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n]
+                        - (uint32_t)e->a_zp[m] * (uint32_t)e->b_colcorr[n]);
 }
 
 #ifdef __cplusplus

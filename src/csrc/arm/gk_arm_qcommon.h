@@ -215,26 +215,6 @@ GK_ARM_INLINE int32x4_t gk_arm_correct(int32x4_t dot, int32_t rowsum, int32_t az
     return vmlsq_n_s32(dot, ccorr, azp);
 }
 
-/* Scalar tail of gk_qepi_store1 for an already corrected value y. */
-GK_ARM_INLINE void gk_arm_store1_y(const gk_qepi *e, int m, int n, uint32_t y)
-{
-    if (e->kind == GK_QOUT_I32) {
-        ((int32_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int32_t)y;
-        return;
-    }
-    {
-        double x = (double)(int32_t)y * (double)e->mult[m * e->mult_rs + n * e->mult_cs];
-        double r = nearbyint(x) + (double)e->y_zp[m * e->yzp_rs + n * e->yzp_cs];
-        if (e->kind == GK_QOUT_U8) {
-            r = r < 0.0 ? 0.0 : (r > 255.0 ? 255.0 : r);
-            ((uint8_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (uint8_t)(int)r;
-        } else {
-            r = r < -128.0 ? -128.0 : (r > 127.0 ? 127.0 : r);
-            ((int8_t *)e->y)[(ptrdiff_t)m * e->ldy + n] = (int8_t)(int)r;
-        }
-    }
-}
-
 /* Requantizes two lanes with the same IEEE double operations, in the same order, as
  * gk_qepi_store1: int32 -> double and float -> double are exact; one double multiply (the
  * build uses -ffp-contract=off and nothing is fused here); FRINTN = round half to even,
