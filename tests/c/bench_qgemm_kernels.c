@@ -87,6 +87,8 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
     for (int kind = 0; kind < 2; kind++) {
         double t[REPS];
         e.kind = kind ? GK_QOUT_U8 : GK_QOUT_I32;
+        if (kr->begin)
+            kr->begin();
         for (int r = 0; r < REPS; r++) {
             double t0 = now();
             int reps = 0;
@@ -101,6 +103,8 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
             } while (now() - t0 < 0.02);
             t[r] = (now() - t0) / reps;
         }
+        if (kr->end)
+            kr->end();
         printf(" %8.1f", 2.0 * MB * NB * K / best(t, REPS) * 1e-9);
     }
     /* packing: source bytes per second */

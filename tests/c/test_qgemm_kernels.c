@@ -144,12 +144,16 @@ static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
     e.mult = c->mult; e.mult_rs = c->mult_rs; e.mult_cs = c->mult_cs;
     e.y_zp = c->yzp; e.yzp_rs = c->yzp_rs; e.yzp_cs = c->yzp_cs;
     e.y = y; e.ldy = N + GUARD; e.k = K;
+    if (kr->begin) /* the driver's contract: begin/end around the ukernel calls (AMX tiles) */
+        kr->begin();
     for (int m0 = 0; m0 < M; m0 += kr->mr)
         for (int n0 = 0; n0 < N; n0 += kr->nr) {
             int mv = M - m0 < kr->mr ? M - m0 : kr->mr, nv = N - n0 < kr->nr ? N - n0 : kr->nr;
             kr->ukernel(mv, nv, kp, pa + (size_t)m0 * kp * kr->a_elem_bytes,
                         pb + (size_t)n0 * kp * kr->b_elem_bytes, &e, m0, n0);
         }
+    if (kr->end)
+        kr->end();
     free(pa); free(pb); free(cc);
 }
 

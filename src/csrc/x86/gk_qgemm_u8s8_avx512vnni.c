@@ -9,7 +9,7 @@
  * 128-bit vpdpbusd in the packers. */
 #include <immintrin.h>
 
-#include "gk_qgemm_x86_common.h"
+#include "gk_qepi_avx512.h"
 
 #ifndef MR /* overridable for tuning builds only */
 #define MR 8
@@ -28,124 +28,14 @@ static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs, 
     gk_x86_pack_quad(a, rs, cs, a_xor, 0, MR, mc, k, dst, rowsum);
 }
 
-#if NR == 32
-#ifndef GK_PACKB_PF
-#define GK_PACKB_PF 64
-#endif
-/* Row-major B (cs == 1), 64 columns x 4 depth rows per step, depth outermost so each
- * source row is streamed once.  Per step: four 64-byte row loads; byte/word unpacks
- * give, in each 128-bit lane j, the quads of columns 16j..16j+15 spread over Q0..Q3; a
- * 4x4 transpose of 128-bit lanes puts columns in order: O0 = 0..15, O1 = 16..31 (panel
- * p), O2 = 32..47, O3 = 48..63 (panel p+1).  Column sums: vpdpbusd(ones, quad) sums the
- * 4 signed bytes of each column exactly. */
-static int pack_b_rowmajor64(int k, int nc, const uint8_t *b, ptrdiff_t rs, uint8_t b_xor,
-                             uint8_t *dst, int32_t *colsum)
-{
-    const int kp = gk_x86_round_up(k, 4), lv = nc / 64 * 64, dv = k / 4 * 4;
-    const __m512i xv = _mm512_set1_epi8((char)b_xor), ones = _mm512_set1_epi8(1);
-    memset(colsum, 0, sizeof(int32_t) * (size_t)lv);
-    for (int d = 0; d < dv; d += 4) {
-        const uint8_t *r = b + (ptrdiff_t)d * rs;
-        uint8_t *ok = dst + (ptrdiff_t)(d / 4) * NR * 4;
-        for (int l = 0; l < lv; l += 64) {
-            __m512i r0 = _mm512_xor_si512(_mm512_loadu_si512(r + l), xv);
-            __m512i r1 = _mm512_xor_si512(_mm512_loadu_si512(r + rs + l), xv);
-            __m512i r2 = _mm512_xor_si512(_mm512_loadu_si512(r + 2 * rs + l), xv);
-            __m512i r3 = _mm512_xor_si512(_mm512_loadu_si512(r + 3 * rs + l), xv);
-            __m512i t0 = _mm512_unpacklo_epi8(r0, r1), t1 = _mm512_unpackhi_epi8(r0, r1);
-            __m512i t2 = _mm512_unpacklo_epi8(r2, r3), t3 = _mm512_unpackhi_epi8(r2, r3);
-            __m512i q0 = _mm512_unpacklo_epi16(t0, t2), q1 = _mm512_unpackhi_epi16(t0, t2);
-            __m512i q2 = _mm512_unpacklo_epi16(t1, t3), q3 = _mm512_unpackhi_epi16(t1, t3);
-            __m512i x0 = _mm512_shuffle_i64x2(q0, q1, 0x44), x1 = _mm512_shuffle_i64x2(q2, q3, 0x44);
-            __m512i x2 = _mm512_shuffle_i64x2(q0, q1, 0xEE), x3 = _mm512_shuffle_i64x2(q2, q3, 0xEE);
-            __m512i o0 = _mm512_shuffle_i64x2(x0, x1, 0x88), o1 = _mm512_shuffle_i64x2(x0, x1, 0xDD);
-            __m512i o2 = _mm512_shuffle_i64x2(x2, x3, 0x88), o3 = _mm512_shuffle_i64x2(x2, x3, 0xDD);
-            uint8_t *op = ok + (ptrdiff_t)(l / NR) * NR * kp;
-            _mm512_storeu_si512(op, o0);
-            _mm512_storeu_si512(op + 64, o1);
-            _mm512_storeu_si512(op + (ptrdiff_t)NR * kp, o2);
-            _mm512_storeu_si512(op + (ptrdiff_t)NR * kp + 64, o3);
-            int32_t *cs = colsum + l;
-            _mm512_storeu_si512(cs, _mm512_dpbusd_epi32(_mm512_loadu_si512(cs), ones, o0));
-            _mm512_storeu_si512(cs + 16, _mm512_dpbusd_epi32(_mm512_loadu_si512(cs + 16), ones, o1));
-            _mm512_storeu_si512(cs + 32, _mm512_dpbusd_epi32(_mm512_loadu_si512(cs + 32), ones, o2));
-            _mm512_storeu_si512(cs + 48, _mm512_dpbusd_epi32(_mm512_loadu_si512(cs + 48), ones, o3));
-        }
-    }
-    if (dv < kp) /* depth tail (and zero padding) of the vector columns */
-        gk_x86_pack_range(b, 1, rs, b_xor, 1, NR, 4, 1, kp, nc, k, 0, lv, dv, kp, dst, colsum);
-    return lv;
-}
-#endif
-
 static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs, uint8_t b_xor,
                    void *dst, int32_t *colsum)
 {
-    int done = 0;
 #if NR == 32
-    if (cs == 1 && nc >= 64 && k >= 4)
-        done = pack_b_rowmajor64(k, nc, b, rs, b_xor, (uint8_t *)dst, colsum);
+    gk_x86_pack_b32_quad(k, gk_x86_round_up(k, 4), nc, b, rs, cs, b_xor, dst, colsum);
+#else
+    gk_x86_pack_quad(b, cs, rs, b_xor, 1, NR, nc, k, dst, colsum);
 #endif
-    /* the rest starts on a panel boundary (done is a multiple of NR) */
-    if (done < nc)
-        gk_x86_pack_quad(b + done, cs, rs, b_xor, 1, NR, nc - done, k,
-                         (uint8_t *)dst + (ptrdiff_t)done * gk_x86_round_up(k, 4), colsum + done);
-}
-
-/* ---------------------------------------------------------------- epilogue */
-
-/* 8 raw int32 -> requantized, clamped int32 in [lo, hi].  Bit-identical to
- * gk_qepi_store1: double product (both factors exact in double), round half to even,
- * + y_zp, clamp in double (so the conversion never sees an out-of-range value). */
-static inline __m256i requant8(__m256i y, __m512d m, __m512d z, __m512d lo, __m512d hi)
-{
-    __m512d x = _mm512_mul_pd(_mm512_cvtepi32_pd(y), m);
-    x = _mm512_roundscale_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(x, z), lo), hi);
-    return _mm512_cvtpd_epi32(x); /* integral, in [-128, 255]: exact */
-}
-
-/* Epilogue of 16 outputs (m, n .. n+15) under mask mk, from their raw dot products.
- * bzp / cc hold b_zp / b_colcorr of those columns.  Arithmetic is mod 2^32 like
- * gk_qepi_store1 (vpmulld keeps the low 32 bits). */
-static inline void epi_vec16(const gk_qepi *e, int m, int n, __m512i dot, __m512i bzp,
-                             __m512i cc, __mmask16 mk)
-{
-    __m512i y = _mm512_sub_epi32(dot, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_rowsum[m]), bzp));
-    y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_zp[m]), cc));
-    if (e->kind == GK_QOUT_I32) {
-        _mm512_mask_storeu_epi32((int32_t *)e->y + (ptrdiff_t)m * e->ldy + n, mk, y);
-        return;
-    }
-    const float *mp = e->mult + (ptrdiff_t)m * e->mult_rs + (ptrdiff_t)n * e->mult_cs;
-    const int32_t *zp = e->y_zp + (ptrdiff_t)m * e->yzp_rs + (ptrdiff_t)n * e->yzp_cs;
-    __m512d mlo, mhi, zlo, zhi;
-    if (e->mult_cs) {
-        __m512 f = _mm512_maskz_loadu_ps(mk, mp);
-        mlo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-        mhi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
-    } else {
-        mlo = mhi = _mm512_set1_pd((double)*mp);
-    }
-    if (e->yzp_cs) {
-        __m512i z = _mm512_maskz_loadu_epi32(mk, zp);
-        zlo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(z));
-        zhi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(z, 1));
-    } else {
-        zlo = zhi = _mm512_set1_pd((double)*zp);
-    }
-    int u8 = e->kind == GK_QOUT_U8;
-    __m512d lo = _mm512_set1_pd(u8 ? 0.0 : -128.0), hi = _mm512_set1_pd(u8 ? 255.0 : 127.0);
-    __m256i q0 = requant8(_mm512_castsi512_si256(y), mlo, zlo, lo, hi);
-    __m256i q1 = requant8(_mm512_extracti64x4_epi64(y, 1), mhi, zhi, lo, hi);
-    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-    /* vpmovdb truncates: the values are already in the output type's range */
-    _mm512_mask_cvtepi32_storeu_epi8((int8_t *)e->y + (ptrdiff_t)m * e->ldy + n, mk, q);
-}
-
-static inline __mmask16 mask16(int valid)
-{
-    return valid >= 16 ? (__mmask16)0xFFFF : valid <= 0 ? (__mmask16)0 : (__mmask16)((1u << valid) - 1);
 }
 
 /* ---------------------------------------------------------------- micro-kernel */
@@ -228,7 +118,7 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
     __m512i bzp[NV], cc[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) {
-        mk[v] = mask16(nr_valid - 16 * v);
+        mk[v] = gk_mask16(nr_valid - 16 * v);
         bzp[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_zp + n0 + 16 * v);
         cc[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_colcorr + n0 + 16 * v);
     }
@@ -238,14 +128,14 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
                 if (mk[v])
-                    epi_vec16(e, m0 + i, n0 + 16 * v, acc[i][v], bzp[v], cc[v], mk[v]);
+                    gk_epi_vec16_avx512(e, m0 + i, n0 + 16 * v, acc[i][v], bzp[v], cc[v], mk[v]);
         }
     }
 }
 
 /* ---------------------------------------------------------------- small M */
 
-#define SM_MAX 8
+#define SM_MAX GK_QGEMM_AVX512VNNI_SMALLM_MAX
 #define SM_KC 16            /* depth rows of B per pass (4 k-groups) */
 #define SM_STACK 32768      /* bytes of int32 accumulators on the stack */
 
@@ -276,8 +166,9 @@ static inline void unpermute64(const __m512i p[4], __m512i q[4])
 /* M <= 8 rows, B streamed once row by row (the rows of each 16-row pass are read in
  * parallel, sequentially), interleaved on the fly; int32 accumulators for up to
  * SM_STACK bytes of columns live on the stack, row m of them holding colsum(b'). */
-static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                   uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
+void gk_qgemm_u8s8_avx512vnni_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
+                                     ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b,
+                                     ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
 {
     int32_t buf[SM_STACK / 4] __attribute__((aligned(64)));
     int32_t aq[SM_MAX * SM_KC / 4];
@@ -351,7 +242,7 @@ static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdif
             __m512i p[4], q[4], bzp[4], cc[4];
             __mmask16 mk[4];
             for (int d = 0; d < 4; d++) {
-                mk[d] = mask16(n - nb0 - 16 * d);
+                mk[d] = gk_mask16(n - nb0 - 16 * d);
                 bzp[d] = _mm512_maskz_loadu_epi32(mk[d], e->b_zp + nb0 + 16 * d);
             }
             if (need_colsum) {
@@ -371,7 +262,7 @@ static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdif
                 if (vec_ok) {
                     for (int d = 0; d < 4; d++)
                         if (mk[d])
-                            epi_vec16(e, i, nb0 + 16 * d, q[d], bzp[d], cc[d], mk[d]);
+                            gk_epi_vec16_avx512(e, i, nb0 + 16 * d, q[d], bzp[d], cc[d], mk[d]);
                 } else {
                     /* unusual mult / y_zp strides: the scalar reference, on a view of the
                      * epilogue shifted to column nb0 with this block's colcorr */
@@ -397,5 +288,6 @@ static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdif
 }
 
 const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
-    "avx512vnni", MR, NR, 4, 1, 1, pack_a, pack_b, ukernel, SM_MAX, smallm,
+    "avx512vnni", MR, NR, 4, 1, 1, pack_a, pack_b, ukernel, SM_MAX,
+    gk_qgemm_u8s8_avx512vnni_smallm,
 };
