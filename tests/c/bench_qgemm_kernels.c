@@ -71,8 +71,12 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
     int mp = (MB + kr->mr - 1) / kr->mr * kr->mr, np = (NB + kr->nr - 1) / kr->nr * kr->nr;
     int kp = (K + kr->kstep - 1) / kr->kstep * kr->kstep;
     uint8_t *a = malloc((size_t)MB * K), *b = malloc((size_t)K * NB);
-    uint8_t *pa = malloc(64 + ((size_t)mp * kp * kr->a_elem_bytes + 63) / 64 * 64);
-    uint8_t *pb = malloc(64 + ((size_t)np * kp * kr->b_elem_bytes + 63) / 64 * 64);
+    /* packed panels 64-byte aligned, as the driver allocates them (AMX tile rows are 64
+     * bytes: misaligned, every row load splits two cache lines) */
+    uint8_t *pa0 = malloc(64 + ((size_t)mp * kp * kr->a_elem_bytes + 63) / 64 * 64);
+    uint8_t *pb0 = malloc(64 + ((size_t)np * kp * kr->b_elem_bytes + 63) / 64 * 64);
+    uint8_t *pa = (uint8_t *)(((uintptr_t)pa0 + 63) & ~(uintptr_t)63);
+    uint8_t *pb = (uint8_t *)(((uintptr_t)pb0 + 63) & ~(uintptr_t)63);
     int32_t *rs = calloc(MB, 4), *cs = calloc(NB, 4), *zero = calloc(NB + MB, 4);
     int32_t *y = malloc((size_t)MB * NB * 4);
     float mult = 1e-4f;
@@ -145,7 +149,7 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
         free(bb); free(aa); free(yy); free(zz); free(r8);
     }
     printf("\n");
-    free(a); free(b); free(pa); free(pb); free(rs); free(cs); free(zero); free(y);
+    free(a); free(b); free(pa0); free(pb0); free(rs); free(cs); free(zero); free(y);
 }
 
 int main(int argc, char **argv)

@@ -29,6 +29,9 @@
 #define KS 64
 #define ABLK (MR * KS) /* bytes of one 64-deep block of an A panel */
 #define BBLK (NR * KS) /* ... of a B panel */
+#ifndef GK_AMX_NT_LDY
+#define GK_AMX_NT_LDY 512
+#endif
 
 /* ---------------------------------------------------------------- tile state */
 
@@ -44,7 +47,13 @@ static const struct {
 
 static void begin(void) { _tile_loadconfig(&gk_amx_cfg); }
 
-static void end(void) { _tile_release(); }
+/* sfence: the epilogue's non-temporal stores are weakly ordered; after end() the output
+ * is ordinarily visible, as with plain stores. */
+static void end(void)
+{
+    _mm_sfence();
+    _tile_release();
+}
 
 /* ---------------------------------------------------------------- packing */
 
@@ -140,6 +149,13 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
     const int za_uni = diff == 0;
     for (int v = 0; v < 2; v++)
         zacc[v] = _mm512_mullo_epi32(_mm512_set1_epi32(za0), cc[v]);
+    /* int32 output rows of >= GK_AMX_NT_LDY elements: a large output, written once and
+     * not read back here, so full 64-byte-aligned vectors bypass the cache (no
+     * read-for-ownership: 4 MB less DRAM traffic at 1024^3, -35% time).  Only whole,
+     * aligned 16-lane vectors inside the valid region (mk == 0xFFFF); end() fences. */
+    const int nt = e->kind == GK_QOUT_I32 && e->ldy >= GK_AMX_NT_LDY && mk[1] == 0xFFFF &&
+                   (((uintptr_t)((int32_t *)e->y + (ptrdiff_t)m0 * e->ldy + n0) |
+                     (uintptr_t)(e->ldy * 4)) & 63) == 0;
     for (int i = 0; i < mv; i++) {
         const int m = m0 + i;
         const uint32_t rz = (uint32_t)e->a_rowsum[m] * (uint32_t)zb0;
@@ -155,7 +171,10 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
                 y = _mm512_sub_epi32(y, zacc[v]);
             else
                 y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_zp[m]), cc[v]));
-            gk_epi_store16_avx512(e, m, n0 + 16 * v, y, mk[v]);
+            if (nt)
+                _mm512_stream_si512((void *)((int32_t *)e->y + (ptrdiff_t)m * e->ldy + n0 + 16 * v), y);
+            else
+                gk_epi_store16_avx512(e, m, n0 + 16 * v, y, mk[v]);
         }
     }
 }
