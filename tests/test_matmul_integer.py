@@ -397,3 +397,18 @@ def test_larger_matrices_exercise_blocking(isa):
     azp = rand_int8(rng, (257,), U8)
     bzp = rand_int8(rng, (300,), S8)
     assert_exact(_gk().matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp))
+
+
+@pytest.mark.parametrize("m,k,n,batch", [(70, 33, 1024, ()), (45, 130, 2048, ()),
+                                         (33, 64, 1024, (2,)), (17, 65, 4112, ())])
+def test_wide_outputs_are_64_byte_aligned_and_exact(isa, m, k, n, batch):
+    # Outputs of >= 64K int32 are allocated 64-byte aligned so kernels may store whole
+    # cache lines (non-temporal stores); the rows here are wide enough to take that path.
+    rng = np.random.default_rng(m * n + k)
+    a = rand_int8(rng, batch + (m, k), U8)
+    b = rand_int8(rng, (k, n), S8)
+    azp = rand_int8(rng, (m,), U8)
+    y = _gk().matmul_integer(a, b, azp, np.int8(-5))
+    assert y.ctypes.data % 64 == 0
+    assert y.flags.c_contiguous and y.flags.writeable
+    assert_exact(y, o.matmul_integer(a, b, azp, np.int8(-5)))

@@ -300,6 +300,21 @@ cdef tuple _batch_shape(cnp.ndarray a, cnp.ndarray b, str an, str bn):
                          f"{_shape_str(_pyshape(b))} do not broadcast") from None
 
 
+# int32 outputs of at least this many elements are allocated 64-byte aligned: kernels
+# may then write whole cache lines without reading them first (non-temporal stores),
+# which NumPy's 16-byte-aligned allocations rule out.
+cdef Py_ssize_t _ALIGNED_OUT_MIN = 65536
+
+
+cdef cnp.ndarray _empty_aligned64(tuple shape, dtype):
+    cdef Py_ssize_t nbytes = np.dtype(dtype).itemsize
+    for d in shape:
+        nbytes *= d
+    buf = np.empty(nbytes + 64, np.uint8)
+    cdef Py_ssize_t off = (-<Py_ssize_t>cnp.PyArray_DATA(buf)) & 63
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
+
+
 cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
                      _Small a_s, _Small b_s, _Small y_s, _Small yzp,
                      int ta, int tb, int ty, str an, str bn):
@@ -419,7 +434,9 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
         odims[ond] = N
         ond += 1
     cdef cnp.ndarray y
-    if out_descr is None:
+    if out_type == cnp.NPY_INT32 and nbatch * M * N >= _ALIGNED_OUT_MIN:
+        y = _empty_aligned64(tuple([odims[i] for i in range(ond)]), np.int32)
+    elif out_descr is None:
         y = cnp.PyArray_EMPTY(ond, odims, out_type, 0)
     else:
         y = np.empty(tuple([odims[i] for i in range(ond)]), dtype=out_descr)

@@ -247,7 +247,7 @@ static void test_family(const gk_qgemm_kernel *kr)
     for (int ki = 0; ki < NKS; ki++)
         for (int la = 0; la < LAY_COUNT; la++)
             for (int lb = 0; lb < LAY_COUNT - 1; lb++) {
-                int M = (la + lb) % 2 ? rnd_in(1, 8) : rnd_in(9, 40);
+                int M = (la + lb) % 2 ? rnd_in(1, 17) : rnd_in(9, 40);
                 one_case(kr, M, rnd_in(1, 70), ks[ki], la, lb, rnd_in(0, 2),
                          (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
                          rnd_in(0, N_PAT - 1), rnd_in(0, 2));
@@ -275,8 +275,9 @@ static void test_family(const gk_qgemm_kernel *kr)
     one_case(kr, 17, 17, 70000, LAY_ROW, LAY_COL, 1, 0, 0, GK_QOUT_I32, 0, 2);
     one_case(kr, 2, 65, 70003, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_I32, 0, 1);
     one_case(kr, 7, 40, 40000, LAY_STRIDED, LAY_ROW, 2, 0x80, 0, GK_QOUT_U8, 2, 2);
-    /* small M with wide N: several stack chunks of column accumulators */
-    for (int m = 1; m <= 8; m++)
+    /* small M (every size up to the largest smallm_max, 16, and one past) with wide N:
+     * several stack chunks of column accumulators */
+    for (int m = 1; m <= 17; m++)
         one_case(kr, m, rnd_in(4000, 9000), rnd_in(20, 70), LAY_ROW, LAY_ROW, 0,
                  (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1),
                  rnd_in(0, 2));
