@@ -20,6 +20,12 @@ import numpy as np
 import gemmkit as gk
 from gemmkit import _core
 
+# Instruction peaks of one core of the dev machine (Xeon with AMX-INT8 under KVM), best of
+# several runs of `bash tests/c/run_native.sh bench`: tdpbusd, vpdpbusd zmm / ymm,
+# vpmaddwd+vpaddd ymm / pmaddwd+paddd xmm (the exact int16 sequence of the pre-VNNI paths).
+DEV_PEAKS = {"amx": 4358.0, "avx512vnni": 584.0, "avxvnni": 301.0, "avx2": 104.0,
+             "sse41": 55.0}
+
 SIGNS = {"u8s8": (np.uint8, np.int8), "s8u8": (np.int8, np.uint8),
          "u8u8": (np.uint8, np.uint8), "s8s8": (np.int8, np.int8)}
 SHAPES = [(64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -85,9 +91,10 @@ def main(argv=None):
     ap.add_argument("--signs", default="u8s8,s8u8,u8u8,s8s8")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-qlinear", action="store_true")
-    ap.add_argument("--peak", type=float, default=469.0,
-                    help="int8 peak GOP/s of one core used for the %%-of-peak column "
-                         "(default: the vpdpbusd peak measured on the Zen 4 dev machine)")
+    ap.add_argument("--peak", action="append", default=[], metavar="PATH=GOPS",
+                    help="one core's peak GOP/s for a path's instruction, for the %%peak "
+                         "column (repeatable); defaults: best of several runs of "
+                         "`bash tests/c/run_native.sh bench` on the dev machine")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
     args = ap.parse_args(argv)
 
@@ -97,8 +104,13 @@ def main(argv=None):
              else args.paths.split(","))
     shapes = QUICK_SHAPES if args.quick else SHAPES
     rng = np.random.default_rng(0)
+    peaks = dict(DEV_PEAKS)
+    for item in args.peak:
+        name, _, val = item.partition("=")
+        peaks[name] = float(val)
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
-          f"{ort.__version__}, one thread; peak for %: {args.peak:.0f} GOP/s")
+          f"{ort.__version__}, one thread; %peak = % of the path's instruction peak: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()) + " GOP/s")
     hdr = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
            f"{'gemmkit':>10s} {'GOP/s':>7s} {'%peak':>6s} {'ort':>10s} {'GOP/s':>7s} "
            f"{'ratio':>7s}")
@@ -135,6 +147,10 @@ def main(argv=None):
                     f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
                 f_ort = (lambda: sess.run(None, feeds)) if sess else None  # noqa: E731
                 ops_n = 2.0 * M * K * N
+
+                def pct(path, t, ops_n=ops_n):
+                    p = peaks.get(path)
+                    return f"{100 * ops_n / t / 1e9 / p:5.1f}%" if p else "   n/a"
                 for path in paths:
                     _core._set_isa(path)
                     if path == "scalar" and ops_n > 2 * 512**3:
@@ -143,7 +159,7 @@ def main(argv=None):
                     if f_ort is None:
                         tg, _ = time_pair(f_gk, f_gk, args.budget)
                         print(f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
-                              f"{100 * ops_n / tg / 1e9 / args.peak:5.1f}%   onnxruntime: "
+                              f"{pct(path, tg)}   onnxruntime: "
                               f"not implemented ({sess_err})", flush=True)
                         continue
                     y_gk = f_gk()
@@ -151,7 +167,7 @@ def main(argv=None):
                     note = "" if np.array_equal(y_gk, y_ort) else " (outputs differ)"
                     tg, to = time_pair(f_gk, f_ort, args.budget)
                     print(f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
-                          f"{100 * ops_n / tg / 1e9 / args.peak:5.1f}% "
+                          f"{pct(path, tg)} "
                           f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
                           flush=True)
                 _core._set_isa("auto")

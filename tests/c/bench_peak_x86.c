@@ -30,6 +30,33 @@ int64_t gk_peak_dpbusd_ymm_vex(long iters) { PEAK_LOOP(DPB_V, ZCLOB) return iter
 int64_t gk_peak_maddwd_zmm(long iters) { PEAK_LOOP(MWD_Z, ZCLOB) return iters * 12 * 32; }
 int64_t gk_peak_maddwd_ymm(long iters) { PEAK_LOOP(MWD_Y, ZCLOB) return iters * 12 * 16; }
 int64_t gk_peak_maddwd_xmm(long iters) { PEAK_LOOP(MWD_X, ZCLOB) return iters * 12 * 8; }
+
+/* AMX: 4 independent tdpbusd chains on 16 x 64-byte tiles (16*16*64 MACs each).  The
+ * palette-1 configuration lives in static storage (ldtilecfg reads 64 bytes); the caller
+ * runs this only where detection reported AMX-INT8, which also obtained the Linux
+ * permission for the tile state. */
+static const unsigned char gk_amx_peak_cfg[64] __attribute__((aligned(64))) = {
+    1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0, /* colsb, tiles 0-7 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0, /* rows, tiles 0-7 */
+};
+int64_t gk_peak_tdpbusd(long iters)
+{
+    long n = iters;
+    __asm__ volatile("ldtilecfg %1\n\t"
+                     "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+                     "tilezero %%tmm4\n\ttilezero %%tmm5\n\ttilezero %%tmm6\n\ttilezero %%tmm7\n\t"
+                     "1:\n\t"
+                     "tdpbusd %%tmm2, %%tmm0, %%tmm4\n\ttdpbusd %%tmm3, %%tmm0, %%tmm5\n\t"
+                     "tdpbusd %%tmm2, %%tmm1, %%tmm6\n\ttdpbusd %%tmm3, %%tmm1, %%tmm7\n\t"
+                     "dec %0\n\tjnz 1b\n\t"
+                     "tilerelease"
+                     : "+r"(n)
+                     : "m"(gk_amx_peak_cfg)
+                     : "cc", "memory");
+    return iters * 4 * 16 * 16 * 64;
+}
 #else
 typedef int gk_bench_peak_unused;
 #endif

@@ -33,6 +33,7 @@ static double best(const double *t, int n)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 int64_t gk_peak_dpbusd_zmm(long), gk_peak_dpbusd_ymm_evex(long), gk_peak_dpbusd_ymm_vex(long);
 int64_t gk_peak_maddwd_zmm(long), gk_peak_maddwd_ymm(long), gk_peak_maddwd_xmm(long);
+int64_t gk_peak_tdpbusd(long);
 static void peak(const char *name, int64_t (*f)(long))
 {
     double t[REPS];
@@ -48,6 +49,8 @@ static void peaks(void)
 {
     unsigned f = gk_cpu_features();
     printf("instruction peaks (1 core, independent accumulators):\n");
+    if (f & GK_CPU_AMXINT8)
+        peak("tdpbusd (AMX)", gk_peak_tdpbusd);
     if ((f & GK_CPU_AVX512VNNI) && (f & GK_CPU_AVX512VL)) {
         peak("vpdpbusd zmm", gk_peak_dpbusd_zmm);
         peak("vpdpbusd ymm (evex)", gk_peak_dpbusd_ymm_evex);
