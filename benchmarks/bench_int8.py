@@ -20,11 +20,50 @@ import numpy as np
 import gemmkit as gk
 from gemmkit import _core
 
-# Instruction peaks of one core of the dev machine (Xeon with AMX-INT8 under KVM), best of
-# several runs of `bash tests/c/run_native.sh bench`: tdpbusd, vpdpbusd zmm / ymm,
-# vpmaddwd+vpaddd ymm / pmaddwd+paddd xmm (the exact int16 sequence of the pre-VNNI paths).
-DEV_PEAKS = {"amx": 4358.0, "avx512vnni": 584.0, "avxvnni": 301.0, "avx2": 104.0,
-             "sse41": 55.0}
+# The instruction each path is bound by, as measured by tests/c/bench_peak_x86.c:
+# tdpbusd, vpdpbusd zmm / ymm, and the exact int16 sequence of the pre-VNNI paths
+# (vpmaddwd+vpaddd ymm, pmaddwd+paddd xmm).
+PEAK_FUNCS = {"amx": "gk_peak_tdpbusd", "avx512vnni": "gk_peak_dpbusd_zmm",
+              "avxvnni": "gk_peak_dpbusd_ymm_vex", "avx2": "gk_peak_maddwd_ymm",
+              "sse41": "gk_peak_maddwd_xmm"}
+
+
+class Peaks:
+    """One core's instruction peaks, measured in this process right before each row (the
+    machine's speed drifts), from tests/c/bench_peak_x86.c built with the C compiler.
+    Without a compiler, or for paths given with --peak, fixed numbers are used."""
+
+    def __init__(self, fixed):
+        self.fixed = fixed
+        self.lib = None
+        import ctypes
+        import subprocess
+        import tempfile
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "c",
+                           "bench_peak_x86.c")
+        so = os.path.join(tempfile.mkdtemp(), "gk_peaks.so")
+        try:
+            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so],
+                           check=True, capture_output=True)
+            self.lib = ctypes.CDLL(so)
+            for f in PEAK_FUNCS.values():
+                getattr(self.lib, f).restype = ctypes.c_int64
+                getattr(self.lib, f).argtypes = [ctypes.c_long]
+        except (OSError, subprocess.CalledProcessError, AttributeError):
+            self.lib = None
+
+    def __call__(self, path):
+        if path in self.fixed:
+            return self.fixed[path]
+        if self.lib is None or path not in PEAK_FUNCS:
+            return None
+        f = getattr(self.lib, PEAK_FUNCS[path])
+        best = 0.0
+        for _ in range(5):
+            t0 = time.perf_counter()
+            macs = f(100000)
+            best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
+        return best
 
 SIGNS = {"u8s8": (np.uint8, np.int8), "s8u8": (np.int8, np.uint8),
          "u8u8": (np.uint8, np.uint8), "s8s8": (np.int8, np.int8)}
@@ -104,13 +143,14 @@ def main(argv=None):
              else args.paths.split(","))
     shapes = QUICK_SHAPES if args.quick else SHAPES
     rng = np.random.default_rng(0)
-    peaks = dict(DEV_PEAKS)
+    fixed = {}
     for item in args.peak:
         name, _, val = item.partition("=")
-        peaks[name] = float(val)
+        fixed[name] = float(val)
+    peaks = Peaks(fixed)
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
-          f"{ort.__version__}, one thread; %peak = % of the path's instruction peak: "
-          + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()) + " GOP/s")
+          f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
+          f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
     hdr = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
            f"{'gemmkit':>10s} {'GOP/s':>7s} {'%peak':>6s} {'ort':>10s} {'GOP/s':>7s} "
            f"{'ratio':>7s}")
@@ -149,7 +189,7 @@ def main(argv=None):
                 ops_n = 2.0 * M * K * N
 
                 def pct(path, t, ops_n=ops_n):
-                    p = peaks.get(path)
+                    p = peaks(path)
                     return f"{100 * ops_n / t / 1e9 / p:5.1f}%" if p else "   n/a"
                 for path in paths:
                     _core._set_isa(path)
