@@ -93,7 +93,8 @@ def main(argv=None):
     results = self_check(rng)
     for name, ok in results:
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    print("\ntiming (median, one thread; NumPy: int32 matmul / its BLAS for float32):")
+    print("\ntiming (median; gemmkit one thread; NumPy: int32 matmul, and its BLAS with its own "
+          "threading for float32):")
     print(f"  {'case':28s} {'gemmkit':>11s} {'NumPy':>11s} {'speed-up':>9s} {'GOP/s':>8s}")
     for name, tg, tn, ops in timing_table(rng):
         print(f"  {name:28s} {tg * 1e6:9.1f}us {tn * 1e6:9.1f}us {tn / tg:8.2f}x "
