@@ -588,6 +588,28 @@ def test_misaligned_and_byteswapped_scales(isa):
         np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16, "bfloat16"])
+def test_size1_scales_byteswapped_or_unaligned_are_read_by_value(isa, dt):
+    # Per-tensor scales are read as one value in C: a byte-swapped or odd-address
+    # element must be converted, never reinterpreted.
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16 if dt == "bfloat16" else dt)
+    rng = np.random.default_rng(31)
+    a = rand_int8(rng, (5, 40), U8)
+    b = rand_int8(rng, (40, 3), S8)
+    val = np.array(0.0078125, dt)                          # exact in every scale dtype
+    want, _ = o.qlinear_matmul(a, val, np.uint8(3), b, np.float32(0.02), np.int8(0),
+                               np.float32(0.05), np.uint8(128))
+    swapped = val.astype(dt.newbyteorder())
+    buf = np.zeros(dt.itemsize + 1, np.uint8)
+    unaligned = np.frombuffer(buf.data, dtype=dt, count=1, offset=1).reshape(())
+    buf[1:] = np.frombuffer(val.tobytes(), np.uint8)
+    for s in (swapped, unaligned):
+        y = _gk().qlinear_matmul(a, s, np.uint8(3), b, np.float32(0.02), np.int8(0),
+                                 np.float32(0.05), np.uint8(128))
+        np.testing.assert_array_equal(y, want)
+
+
 def test_int32_wrap_then_requantize(isa):
     # acc wraps modulo 2**32 before requantization (exact int32 accumulator).
     k = 40000

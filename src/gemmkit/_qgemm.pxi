@@ -187,6 +187,8 @@ cdef _Small _scale(s, str name, bint is_y):
     if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:
         raise TypeError(f"{name} must be float32, float16 or bfloat16, got {sa.dtype}")
     if cnp.PyArray_SIZE(sa) == 1:
+        if not (cnp.PyArray_ISNOTSWAPPED(sa) and cnp.PyArray_ISALIGNED(sa)):
+            sa = np.ascontiguousarray(sa, dtype=sa.dtype.newbyteorder("="))
         if t == cnp.NPY_FLOAT32:
             r.fvalue = (<float *>cnp.PyArray_DATA(sa))[0]
         else:
