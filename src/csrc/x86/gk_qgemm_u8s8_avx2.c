@@ -149,7 +149,7 @@ static inline __attribute__((always_inline)) void smallm_impl(
     int32_t aq[SM_MAX * GK_SMP_NP];
     uint8_t tmp[GK_SMP_KC * SM_W];
     const uint8_t *rp[GK_SMP_KC], *tp[GK_SMP_KC];
-    const int need_colsum = gk_smp_need_colsum(e, m);
+    const int need_colsum = gk_x86_smallm_need_colsum(e, m);
     const int nc_max = gk_smp_chunk(m + 1);
     const int vec_ok = gk_x86_epi_vector_ok(e);
     const int bu = !b_signed;
@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) void smallm_impl(
                     _mm256_storeu_si256((__m256i *)t, q0);
                     _mm256_storeu_si256((__m256i *)(t + 8), q1);
                     for (int j = 0; j < w; j++)
-                        gk_smp_store1(e, i, n0 + j, (uint32_t)t[j] - gk_smp_dot_shift(e, i, bu),
+                        gk_x86_store1_cc(e, i, n0 + j, (uint32_t)t[j] - gk_smp_dot_shift(e, i, bu),
                                       need_colsum ? gk_smp_colcorr1(e, n0 + j, (uint32_t)cst[j], bu) : 0u);
                 }
             }

@@ -135,25 +135,27 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 
 /* ---------------------------------------------------------------- small M */
 
-#define SM_MAX GK_QGEMM_AVX512VNNI_SMALLM_MAX
-#define SM_KC 16            /* depth rows of B per pass (4 k-groups) */
-#define SM_STACK 32768      /* bytes of int32 accumulators on the stack */
+#define GK_SMQ_W 64
+#define GK_SMQ(op) _mm512_##op
+#define GK_SMQ_SI(op) _mm512_##op##_si512
+#define gk_smq_v __m512i
+#define GK_SMQ_DPBUSD(acc, u8, s8) _mm512_dpbusd_epi32(acc, u8, s8)
+#define GK_SMQ_MASKED 1
 
-/* 64 columns x 4 depth rows of b' -> u[c], c = 0..3: int32 lane (L, j) of u[c] holds the
- * 4 depth bytes of column 16 L + 4 c + j (vpunpck* work inside 128-bit lanes). */
-static inline void interleave4x64(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i u[4])
+static inline __m512i gk_smq_load_row(const uint8_t *s, int cv, __m512i xv)
 {
-    __m512i t0 = _mm512_unpacklo_epi8(r0, r1), t1 = _mm512_unpackhi_epi8(r0, r1);
-    __m512i t2 = _mm512_unpacklo_epi8(r2, r3), t3 = _mm512_unpackhi_epi8(r2, r3);
-    u[0] = _mm512_unpacklo_epi16(t0, t2);
-    u[1] = _mm512_unpackhi_epi16(t0, t2);
-    u[2] = _mm512_unpacklo_epi16(t1, t3);
-    u[3] = _mm512_unpackhi_epi16(t1, t3);
+    __mmask64 lm = cv >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << cv) - 1);
+    return _mm512_xor_si512(_mm512_maskz_loadu_epi8(lm, s), xv);
 }
 
-/* Inverse of the column order above: p[c] (lane block L = columns 16 L + 4 c ..) ->
- * q[d] = columns 16 d .. 16 d + 15 in order (a 4 x 4 transpose of 128-bit blocks). */
-static inline void unpermute64(const __m512i p[4], __m512i q[4])
+static inline __m512i gk_smq_load_i32(const int32_t *p, int nv)
+{
+    return _mm512_maskz_loadu_epi32(gk_mask16(nv), p);
+}
+
+/* p[c] (lane block L = columns 16 L + 4 c ..) -> q[d] = columns 16 d .. 16 d + 15 in
+ * order (a 4 x 4 transpose of 128-bit blocks). */
+static inline void gk_smq_unpermute(const __m512i p[4], __m512i q[4])
 {
     __m512i t0 = _mm512_shuffle_i32x4(p[0], p[1], 0x44), t1 = _mm512_shuffle_i32x4(p[0], p[1], 0xEE);
     __m512i t2 = _mm512_shuffle_i32x4(p[2], p[3], 0x44), t3 = _mm512_shuffle_i32x4(p[2], p[3], 0xEE);
@@ -163,131 +165,26 @@ static inline void unpermute64(const __m512i p[4], __m512i q[4])
     q[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
 }
 
-/* M <= 8 rows, B streamed once row by row (the rows of each 16-row pass are read in
- * parallel, sequentially), interleaved on the fly; int32 accumulators for up to
- * SM_STACK bytes of columns live on the stack, row m of them holding colsum(b'). */
+static inline void gk_smq_epi(const gk_qepi *e, int m, int n, __m512i dot, __m512i bzp, __m512i cc,
+                              int nv)
+{
+    gk_epi_vec16_avx512(e, m, n, dot, bzp, cc, gk_mask16(nv));
+}
+
+#include "gk_qsmallm_quad.h"
+
+#if GK_SMQ_MAX != GK_QGEMM_AVX512VNNI_SMALLM_MAX
+#error "the amx family advertises GK_QGEMM_AVX512VNNI_SMALLM_MAX rows for this path"
+#endif
+
 void gk_qgemm_u8s8_avx512vnni_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
                                      ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b,
                                      ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
 {
-    int32_t buf[SM_STACK / 4] __attribute__((aligned(64)));
-    int32_t aq[SM_MAX * SM_KC / 4];
-    int need_colsum = 0;
-    for (int i = 0; i < m; i++)
-        need_colsum |= e->a_zp[i] != 0; /* za == 0 everywhere: colcorr is multiplied by 0 */
-    int rows = m + need_colsum;
-    int nc_max = SM_STACK / 4 / (m + 1) / 64 * 64;
-    const __m512i xv = _mm512_set1_epi8((char)b_xor), ones = _mm512_set1_epi8(1);
-    const int vec_ok = gk_x86_epi_vector_ok(e);
-
-    for (int nc0 = 0; nc0 < n; nc0 += nc_max) {
-        int ncw = n - nc0 < nc_max ? n - nc0 : nc_max;
-        int nb = (ncw + 63) / 64, ldb = nb * 64;
-        memset(buf, 0, sizeof(int32_t) * (size_t)rows * (size_t)ldb);
-        for (int k0 = 0; k0 < k; k0 += SM_KC) {
-            int kv = k - k0 < SM_KC ? k - k0 : SM_KC;
-            if (a_cs == 1 && kv == SM_KC) {
-                const __m128i ax = _mm_set1_epi8((char)a_xor);
-                for (int i = 0; i < m; i++)
-                    _mm_storeu_si128((__m128i *)(aq + 4 * i),
-                                     _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i * a_rs + k0)), ax));
-            } else {
-                gk_x86_smallm_gather_a(m, k, k0, SM_KC, a, a_rs, a_cs, a_xor, (uint8_t *)aq);
-            }
-            const uint8_t *rp = b + (ptrdiff_t)k0 * b_rs + nc0;
-            for (int blk = 0; blk < nb; blk++) {
-                int cv = ncw - blk * 64;
-                __mmask64 lm = cv >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << cv) - 1);
-                __m512i u[4][4];
-#pragma GCC unroll 4
-                for (int g = 0; g < 4; g++) {
-                    __m512i r[4];
-#pragma GCC unroll 4
-                    for (int t = 0; t < 4; t++) {
-                        int d = 4 * g + t;
-                        /* rows past K must be b' = 0 exactly: they feed valid columns */
-                        r[t] = d < kv ? _mm512_xor_si512(
-                                            _mm512_maskz_loadu_epi8(lm, rp + d * b_rs + blk * 64), xv)
-                                      : _mm512_setzero_si512();
-                    }
-                    interleave4x64(r[0], r[1], r[2], r[3], u[g]);
-                }
-                for (int i = 0; i < m; i++) {
-                    int32_t *acc = buf + (ptrdiff_t)i * ldb + blk * 64;
-#pragma GCC unroll 4
-                    for (int c = 0; c < 4; c++) {
-                        __m512i s = _mm512_load_si512((const void *)(acc + 16 * c));
-#pragma GCC unroll 4
-                        for (int g = 0; g < 4; g++)
-                            s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(aq[4 * i + g]), u[g][c]);
-                        _mm512_store_si512((void *)(acc + 16 * c), s);
-                    }
-                }
-                if (need_colsum) {
-                    int32_t *acc = buf + (ptrdiff_t)m * ldb + blk * 64;
-#pragma GCC unroll 4
-                    for (int c = 0; c < 4; c++) {
-                        __m512i s = _mm512_load_si512((const void *)(acc + 16 * c));
-#pragma GCC unroll 4
-                        for (int g = 0; g < 4; g++)
-                            s = _mm512_dpbusd_epi32(s, ones, u[g][c]);
-                        _mm512_store_si512((void *)(acc + 16 * c), s);
-                    }
-                }
-            }
-        }
-        /* epilogue: colcorr = colsum(b') - K zb  (mod 2^32) */
-        for (int blk = 0; blk < nb; blk++) {
-            int nb0 = nc0 + blk * 64;
-            __m512i p[4], q[4], bzp[4], cc[4];
-            __mmask16 mk[4];
-            for (int d = 0; d < 4; d++) {
-                mk[d] = gk_mask16(n - nb0 - 16 * d);
-                bzp[d] = _mm512_maskz_loadu_epi32(mk[d], e->b_zp + nb0 + 16 * d);
-            }
-            if (need_colsum) {
-                for (int c = 0; c < 4; c++)
-                    p[c] = _mm512_load_si512((const void *)(buf + (ptrdiff_t)m * ldb + blk * 64 + 16 * c));
-                unpermute64(p, q);
-                for (int d = 0; d < 4; d++)
-                    cc[d] = _mm512_sub_epi32(q[d], _mm512_mullo_epi32(_mm512_set1_epi32(k), bzp[d]));
-            } else {
-                for (int d = 0; d < 4; d++)
-                    cc[d] = _mm512_setzero_si512();
-            }
-            for (int i = 0; i < m; i++) {
-                for (int c = 0; c < 4; c++)
-                    p[c] = _mm512_load_si512((const void *)(buf + (ptrdiff_t)i * ldb + blk * 64 + 16 * c));
-                unpermute64(p, q);
-                if (vec_ok) {
-                    for (int d = 0; d < 4; d++)
-                        if (mk[d])
-                            gk_epi_vec16_avx512(e, i, nb0 + 16 * d, q[d], bzp[d], cc[d], mk[d]);
-                } else {
-                    /* unusual mult / y_zp strides: the scalar reference, on a view of the
-                     * epilogue shifted to column nb0 with this block's colcorr */
-                    int32_t t[64], cct[64];
-                    gk_qepi e2 = *e;
-                    size_t es = e->kind == GK_QOUT_I32 ? 4 : 1;
-                    for (int d = 0; d < 4; d++) {
-                        _mm512_storeu_si512((void *)(t + 16 * d), q[d]);
-                        _mm512_storeu_si512((void *)(cct + 16 * d), cc[d]);
-                    }
-                    e2.b_zp = e->b_zp + nb0;
-                    e2.b_colcorr = cct;
-                    e2.mult = e->mult + (ptrdiff_t)nb0 * e->mult_cs;
-                    e2.y_zp = e->y_zp + (ptrdiff_t)nb0 * e->yzp_cs;
-                    e2.y = (char *)e->y + (size_t)nb0 * es;
-                    int w = n - nb0 < 64 ? n - nb0 : 64;
-                    for (int j = 0; j < w; j++)
-                        gk_qepi_store1(&e2, i, j, (uint32_t)t[j]);
-                }
-            }
-        }
-    }
+    gk_smq_run(m, n, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
 }
 
 const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
-    "avx512vnni", MR, NR, 4, 1, 1, pack_a, pack_b, ukernel, SM_MAX,
+    "avx512vnni", MR, NR, 4, 1, 1, pack_a, pack_b, ukernel, GK_SMQ_MAX,
     gk_qgemm_u8s8_avx512vnni_smallm,
 };

@@ -183,7 +183,7 @@ static inline __attribute__((always_inline)) void smallm_impl(
     __m128i aqv[SM_MAX * GK_SMP_NP];
     uint8_t tmp[GK_SMP_KC * SM_W];
     const uint8_t *rp[GK_SMP_KC], *tp[GK_SMP_KC];
-    const int need_colsum = gk_smp_need_colsum(e, m);
+    const int need_colsum = gk_x86_smallm_need_colsum(e, m);
     const int nc_max = gk_smp_chunk(m + 1);
     const int vec_ok = gk_x86_epi_vector_ok(e);
     const int bu = !b_signed;
@@ -228,7 +228,7 @@ static inline __attribute__((always_inline)) void smallm_impl(
                 for (int j = 0; j < w; j++) {
                     uint32_t cc = need_colsum ? gk_smp_colcorr1(e, n0 + j, (uint32_t)cs[j], bu) : 0u;
                     for (int i = 0; i < m; i++)
-                        gk_smp_store1(e, i, n0 + j,
+                        gk_x86_store1_cc(e, i, n0 + j,
                                       (uint32_t)buf[(ptrdiff_t)i * ldb + j0 + j] - gk_smp_dot_shift(e, i, bu), cc);
                 }
             }

@@ -69,7 +69,26 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
     return (e->mult_cs == 0 || e->mult_cs == 1) && (e->yzp_cs == 0 || e->yzp_cs == 1);
 }
 
-/* Small-M helpers: the m rows of A for depth [k0, k0 + 4 * ng) as xor'ed bytes, grouped
+/* Small-M helpers.  Whether the column sums of b' are needed at all: za == 0 on every
+ * row multiplies them by zero. */
+static inline int gk_x86_smallm_need_colsum(const gk_qepi *e, int m)
+{
+    int need = 0;
+    for (int i = 0; i < m; i++)
+        need |= e->a_zp[i] != 0;
+    return need;
+}
+
+/* The reference epilogue for one output from its b'-domain dot product and colcorr: the
+ * same expression as gk_qepi_store1, with colcorr passed in (epi->b_colcorr is NULL on
+ * the small-M paths). */
+static inline void gk_x86_store1_cc(const gk_qepi *e, int m, int n, uint32_t dot, uint32_t cc)
+{
+    gk_qepi_store_y(e, m, n,
+                    dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n] - (uint32_t)e->a_zp[m] * cc);
+}
+
+/* The m rows of A for depth [k0, k0 + 4 * ng) as xor'ed bytes, grouped
  * by KS consecutive depth values (zero beyond kreal), into q[i * ng * KS + d - k0]. */
 static inline void gk_x86_smallm_gather_a(int m, int kreal, int k0, int nd, const uint8_t *a,
                                           ptrdiff_t rs, ptrdiff_t cs, uint8_t x, uint8_t *q)

@@ -41,16 +41,6 @@ static inline int gk_smp_chunk(int rows)
     return nc < GK_SMP_NC_MAX ? nc : GK_SMP_NC_MAX;
 }
 
-/* Whether the column sums of b' are needed at all: za == 0 on every row multiplies
- * them by zero. */
-static inline int gk_smp_need_colsum(const gk_qepi *e, int m)
-{
-    int need = 0;
-    for (int i = 0; i < m; i++)
-        need |= e->a_zp[i] != 0;
-    return need;
-}
-
 /* The a' pairs of m rows for depth [k0, k0 + GK_SMP_KC): aq[i * GK_SMP_NP + p] holds
  * (a'[i, k0 + 2p], a'[i, k0 + 2p + 1]) as two int16 (low half first), zero past K.
  * a' <= 255 so zero extension keeps the int16 non-negative and exact. */
@@ -109,15 +99,6 @@ static inline uint32_t gk_smp_colcorr1(const gk_qepi *e, int n, uint32_t colsum_
 {
     uint32_t kk = (uint32_t)e->k;
     return colsum_b - (b_unsigned ? 128u * kk : 0u) - kk * (uint32_t)e->b_zp[n];
-}
-
-/* The reference epilogue for one output from its b'-domain dot product and colcorr:
- * the same expression as gk_qepi_store1, with colcorr passed in (epi->b_colcorr is NULL
- * on the small-M path). */
-static inline void gk_smp_store1(const gk_qepi *e, int m, int n, uint32_t dot, uint32_t cc)
-{
-    gk_qepi_store_y(e, m, n,
-                    dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n] - (uint32_t)e->a_zp[m] * cc);
 }
 
 #endif
