@@ -11,77 +11,13 @@
 
 #define MR 4
 #define NV 3
-#define NR (8 * NV)
-
-/* ---------------------------------------------------------------- packing */
+#define GK_UK_KSTEP 4
+#define GK_UK_PACK gk_x86_pack_quad
+#define GK_UK_MAC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
 
 #define DPB128(acc, u8, s8) _mm_dpbusd_avx_epi32(acc, u8, s8)
 #include "gk_qpack_quad.h"
-#include "gk_qepi_avx2.h"
-
-static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs, uint8_t a_xor,
-                   void *dst, int32_t *rowsum)
-{
-    gk_x86_pack_quad(a, rs, cs, a_xor, 0, MR, mc, k, dst, rowsum);
-}
-
-static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs, uint8_t b_xor,
-                   void *dst, int32_t *colsum)
-{
-    gk_x86_pack_quad(b, cs, rs, b_xor, 1, NR, nc, k, dst, colsum);
-}
-
-/* ---------------------------------------------------------------- micro-kernel */
-
-static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, const void *b_panel,
-                    const gk_qepi *e, int m0, int n0)
-{
-    const int32_t *ap = (const int32_t *)a_panel;
-    const __m256i *bp = (const __m256i *)b_panel;
-    __m256i acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            acc[i][v] = _mm256_setzero_si256();
-
-    /* int32 lanes wrap mod 2^32 (ONNX's overflow); each 4-product group is exact. */
-    int ng = kp / 4;
-#pragma GCC unroll 2
-    for (int g = 0; g < ng; g++) {
-        __m256i b[NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            b[v] = _mm256_loadu_si256(bp + (ptrdiff_t)g * NV + v);
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            __m256i av = _mm256_set1_epi32(ap[(ptrdiff_t)g * MR + i]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++)
-                acc[i][v] = _mm256_dpbusd_avx_epi32(acc[i][v], av, b[v]);
-        }
-    }
-
-    if (mr_valid < MR || nr_valid < NR || !gk_x86_epi_vector_ok(e)) {
-        int32_t t[MR * NR];
-        for (int i = 0; i < MR; i++)
-            for (int v = 0; v < NV; v++)
-                _mm256_storeu_si256((__m256i *)(t + i * NR + 8 * v), acc[i][v]);
-        gk_x86_tile_store_scalar(e, m0, n0, mr_valid, nr_valid, t, NR);
-        return;
-    }
-    __m256i bzp[NV], cc[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) {
-        bzp[v] = _mm256_loadu_si256((const __m256i *)(e->b_zp + n0 + 8 * v));
-        cc[v] = _mm256_loadu_si256((const __m256i *)(e->b_colcorr + n0 + 8 * v));
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            gk_epi_vec8_avx(e, m0 + i, n0 + 8 * v, acc[i][v], bzp[v], cc[v]);
-}
+#include "gk_qukernel_ymm.h"
 
 /* ---------------------------------------------------------------- small M */
 
