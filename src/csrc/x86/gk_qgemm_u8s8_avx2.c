@@ -25,20 +25,25 @@
 
 /* ---------------------------------------------------------------- small M */
 
-/* Up to 16 rows the small-M path beats packing (measured, K = N = 256..4096: M = 16 in
- * about half the packed time, whose cost is dominated by widening B to int16 panels). */
-#define SM_MAX 16
-#define SM_W 16 /* columns per block: one 16-byte load per depth row */
+#define GK_SMP_W 16 /* columns per block: one 16-byte load per depth row */
+#define GK_SMP_AQ_T int32_t /* broadcast from memory in the loop (vpbroadcastd) */
+
+static inline const int32_t *gk_smp_prep_a(const int32_t *aq, int32_t *aqx, int n)
+{
+    (void)aqx;
+    (void)n;
+    return aq;
+}
 
 /* One pass (GK_SMP_KC depth rows) over one block of 16 columns.  vpmovsxbw/zxbw keep the
  * columns in order, vpunpck*wd works inside 128-bit lanes, so the two accumulator vectors
- * of a row hold columns (0-3 | 8-11) and (4-7 | 12-15); sm_unpermute restores the order.
+ * of a row hold columns (0-3 | 8-11) and (4-7 | 12-15); gk_smp_unpermute16 restores the order.
  * Row m of acc collects colsum(B) when colsum: the int16 sum of the pass's 16 rows is
  * exact (|.| <= 16 * 255 < 2^15) and is widened in the same lane order.
  * rows[d] + off .. + 15 are readable (full block, zero row or tail copy). */
-static inline __attribute__((always_inline)) void sm_block16(int m, int colsum, int b_signed,
-                                                             const uint8_t *const *rows, ptrdiff_t off,
-                                                             const int32_t *aq, int32_t *acc, int ldb)
+static inline __attribute__((always_inline)) void gk_smp_block(int m, int colsum, int b_signed,
+                                                              const uint8_t *const *rows, ptrdiff_t off,
+                                                              const int32_t *aq, int32_t *acc, int ldb)
 {
     __m256i pv[GK_SMP_NP][2], xs = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -72,94 +77,53 @@ static inline __attribute__((always_inline)) void sm_block16(int m, int colsum, 
 }
 
 /* (0-3 | 8-11), (4-7 | 12-15) -> columns 0-7, 8-15 */
-static inline void sm_unpermute(const int32_t *p, __m256i *q0, __m256i *q1)
+static inline void gk_smp_unpermute16(const int32_t *p, __m256i *q0, __m256i *q1)
 {
     __m256i p0 = _mm256_load_si256((const __m256i *)p), p1 = _mm256_load_si256((const __m256i *)p + 1);
     *q0 = _mm256_permute2x128_si256(p0, p1, 0x20);
     *q1 = _mm256_permute2x128_si256(p0, p1, 0x31);
 }
 
-/* M <= SM_MAX rows; B read once, GK_SMP_KC rows at a time, each row front to back within
- * a chunk of columns whose (m + 1) rows of int32 accumulators fit GK_SMP_STACK.
- * b_signed is a compile-time constant at both call sites (int8 B: sign-extend; uint8 B:
- * zero-extend and correct, see gk_qsmallm_pair.h). */
-static inline __attribute__((always_inline)) void smallm_impl(
-    int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs, uint8_t a_xor,
-    const uint8_t *b, ptrdiff_t b_rs, const gk_qepi *e, int b_signed)
+/* Epilogue of one block: b'-domain dot products and colcorr, then the reference rounding. */
+static inline __attribute__((always_inline)) void gk_smp_epilogue(const gk_qepi *e, int m, int n0, int w,
+                                                                 const int32_t *acc, int ldb, int k,
+                                                                 int need_colsum, int vec_ok, int bu)
 {
-    int32_t buf[GK_SMP_STACK / 4] __attribute__((aligned(64)));
-    int32_t aq[SM_MAX * GK_SMP_NP];
-    uint8_t tmp[GK_SMP_KC * SM_W];
-    const uint8_t *rp[GK_SMP_KC], *tp[GK_SMP_KC];
-    const int need_colsum = gk_x86_smallm_need_colsum(e, m);
-    const int nc_max = gk_smp_chunk(m + 1);
-    const int vec_ok = gk_x86_epi_vector_ok(e);
-    const int bu = !b_signed;
-
-    for (int nc0 = 0; nc0 < n; nc0 += nc_max) {
-        const int ncw = n - nc0 < nc_max ? n - nc0 : nc_max;
-        const int nfull = ncw / SM_W, ldb = (ncw + SM_W - 1) / SM_W * SM_W;
-        /* (m + 1) * ldb <= GK_SMP_STACK / 4 since ldb <= nc_max (a multiple of SM_W) */
-        memset(buf, 0, sizeof(int32_t) * (size_t)(m + 1) * (size_t)ldb);
-        for (int k0 = 0; k0 < k; k0 += GK_SMP_KC) {
-            gk_smp_gather_a(m, k, k0, a, a_rs, a_cs, a_xor, aq);
-            gk_smp_rows(b, b_rs, k, k0, nc0, rp);
-            for (int blk = 0; blk < nfull; blk++)
-                sm_block16(m, need_colsum, b_signed, rp, (ptrdiff_t)blk * SM_W, aq, buf + blk * SM_W, ldb);
-            if (nfull * SM_W < ncw) {
-                gk_smp_tail_copy(rp, nfull * SM_W, ncw - nfull * SM_W, SM_W, tmp, tp);
-                sm_block16(m, need_colsum, b_signed, tp, 0, aq, buf + nfull * SM_W, ldb);
-            }
+    __m256i cs0, cs1;
+    gk_smp_unpermute16(acc + (ptrdiff_t)m * ldb, &cs0, &cs1);
+    if (vec_ok && w == GK_SMP_W) {
+        __m256i z0 = _mm256_loadu_si256((const __m256i *)(e->b_zp + n0));
+        __m256i z1 = _mm256_loadu_si256((const __m256i *)(e->b_zp + n0 + 8));
+        __m256i k0 = _mm256_setzero_si256(), k1 = k0;
+        if (need_colsum) {
+            const __m256i kv = _mm256_set1_epi32(k);
+            const __m256i sh = _mm256_set1_epi32((int32_t)(bu ? 128u * (uint32_t)k : 0u));
+            k0 = _mm256_sub_epi32(_mm256_sub_epi32(cs0, sh), _mm256_mullo_epi32(kv, z0));
+            k1 = _mm256_sub_epi32(_mm256_sub_epi32(cs1, sh), _mm256_mullo_epi32(kv, z1));
         }
-        /* epilogue: b'-domain dot products and colcorr, then the reference rounding */
-        for (int j0 = 0; j0 < ncw; j0 += SM_W) {
-            const int n0 = nc0 + j0, w = ncw - j0 < SM_W ? ncw - j0 : SM_W;
-            __m256i cs0, cs1;
-            sm_unpermute(buf + (ptrdiff_t)m * ldb + j0, &cs0, &cs1);
-            if (vec_ok && w == SM_W) {
-                __m256i z0 = _mm256_loadu_si256((const __m256i *)(e->b_zp + n0));
-                __m256i z1 = _mm256_loadu_si256((const __m256i *)(e->b_zp + n0 + 8));
-                __m256i k0 = _mm256_setzero_si256(), k1 = k0;
-                if (need_colsum) {
-                    const __m256i kv = _mm256_set1_epi32(k);
-                    const __m256i sh = _mm256_set1_epi32((int32_t)(bu ? 128u * (uint32_t)k : 0u));
-                    k0 = _mm256_sub_epi32(_mm256_sub_epi32(cs0, sh), _mm256_mullo_epi32(kv, z0));
-                    k1 = _mm256_sub_epi32(_mm256_sub_epi32(cs1, sh), _mm256_mullo_epi32(kv, z1));
-                }
-                for (int i = 0; i < m; i++) {
-                    const __m256i sh = _mm256_set1_epi32((int32_t)gk_smp_dot_shift(e, i, bu));
-                    __m256i q0, q1;
-                    sm_unpermute(buf + (ptrdiff_t)i * ldb + j0, &q0, &q1);
-                    gk_epi_vec8_avx(e, i, n0, _mm256_sub_epi32(q0, sh), z0, k0);
-                    gk_epi_vec8_avx(e, i, n0 + 8, _mm256_sub_epi32(q1, sh), z1, k1);
-                }
-            } else {
-                int32_t t[SM_W], cst[SM_W];
-                _mm256_storeu_si256((__m256i *)cst, cs0);
-                _mm256_storeu_si256((__m256i *)(cst + 8), cs1);
-                for (int i = 0; i < m; i++) {
-                    __m256i q0, q1;
-                    sm_unpermute(buf + (ptrdiff_t)i * ldb + j0, &q0, &q1);
-                    _mm256_storeu_si256((__m256i *)t, q0);
-                    _mm256_storeu_si256((__m256i *)(t + 8), q1);
-                    for (int j = 0; j < w; j++)
-                        gk_x86_store1_cc(e, i, n0 + j, (uint32_t)t[j] - gk_smp_dot_shift(e, i, bu),
-                                      need_colsum ? gk_smp_colcorr1(e, n0 + j, (uint32_t)cst[j], bu) : 0u);
-                }
-            }
+        for (int i = 0; i < m; i++) {
+            const __m256i sh = _mm256_set1_epi32((int32_t)gk_smp_dot_shift(e, i, bu));
+            __m256i q0, q1;
+            gk_smp_unpermute16(acc + (ptrdiff_t)i * ldb, &q0, &q1);
+            gk_epi_vec8_avx(e, i, n0, _mm256_sub_epi32(q0, sh), z0, k0);
+            gk_epi_vec8_avx(e, i, n0 + 8, _mm256_sub_epi32(q1, sh), z1, k1);
+        }
+    } else {
+        int32_t t[GK_SMP_W], cst[GK_SMP_W];
+        _mm256_storeu_si256((__m256i *)cst, cs0);
+        _mm256_storeu_si256((__m256i *)(cst + 8), cs1);
+        for (int i = 0; i < m; i++) {
+            __m256i q0, q1;
+            gk_smp_unpermute16(acc + (ptrdiff_t)i * ldb, &q0, &q1);
+            _mm256_storeu_si256((__m256i *)t, q0);
+            _mm256_storeu_si256((__m256i *)(t + 8), q1);
+            gk_smp_store_row(e, i, n0, w, t, cst, need_colsum, bu);
         }
     }
 }
 
-static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                   uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
-{
-    if (b_xor == 0)
-        smallm_impl(m, n, k, a, a_rs, a_cs, a_xor, b, b_rs, e, 1);
-    else /* b_xor == 0x80: B is uint8, b' = B - 128 */
-        smallm_impl(m, n, k, a, a_rs, a_cs, a_xor, b, b_rs, e, 0);
-}
+#include "gk_qsmallm_pair_run.h"
 
 const gk_qgemm_kernel gk_qgemm_u8s8_avx2 = {
-    "avx2", MR, NR, 2, 2, 2, pack_a, pack_b, ukernel, SM_MAX, smallm,
+    "avx2", MR, NR, 2, 2, 2, pack_a, pack_b, ukernel, GK_SMP_MAX, smallm,
 };

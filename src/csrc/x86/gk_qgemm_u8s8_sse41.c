@@ -124,20 +124,26 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 
 /* ---------------------------------------------------------------- small M */
 
-/* Up to 16 rows the small-M path beats packing (measured, K = N = 256..4096: M = 16 in
- * about half the packed time, whose cost is dominated by widening B to int16 panels). */
-#define SM_MAX 16
-#define SM_W 8 /* columns per block: one 8-byte load per depth row */
+#define GK_SMP_W 8 /* columns per block: one 8-byte load per depth row */
+#define GK_SMP_AQ_T __m128i
+
+/* The a' pairs broadcast once per pass (SSE has no broadcast load; this keeps pshufd out
+ * of the block loop). */
+static inline const __m128i *gk_smp_prep_a(const int32_t *aq, __m128i *aqv, int n)
+{
+    for (int q = 0; q < n; q++)
+        aqv[q] = _mm_set1_epi32(aq[q]);
+    return aqv;
+}
 
 /* One pass (GK_SMP_KC depth rows) over one block of 8 columns: acc[i * ldb + j] +=
- * sum over the pass of a'[i, k] B[k, j], columns in order.  aqv holds the a' pairs already
- * broadcast (SSE has no broadcast load; this keeps pshufd out of the loop).  Row m of acc
- * collects colsum(B) when colsum: the int16 sum of the pass's 16 rows is exact
+ * sum over the pass of a'[i, k] B[k, j], columns in order (aqv: from gk_smp_prep_a).
+ * Row m of acc collects colsum(B) when colsum: the int16 sum of the pass's 16 rows is exact
  * (|.| <= 16 * 255 < 2^15), then sign-extended to int32.
  * rows[d] + off .. + 7 are readable (full block, zero row or tail copy). */
-static inline __attribute__((always_inline)) void sm_block8(int m, int colsum, int b_signed,
-                                                            const uint8_t *const *rows, ptrdiff_t off,
-                                                            const __m128i *aqv, int32_t *acc, int ldb)
+static inline __attribute__((always_inline)) void gk_smp_block(int m, int colsum, int b_signed,
+                                                              const uint8_t *const *rows, ptrdiff_t off,
+                                                              const __m128i *aqv, int32_t *acc, int ldb)
 {
     __m128i pv[GK_SMP_NP][2], xs = _mm_setzero_si128();
 #pragma GCC unroll 8
@@ -170,81 +176,35 @@ static inline __attribute__((always_inline)) void sm_block8(int m, int colsum, i
     }
 }
 
-/* M <= SM_MAX rows; B read once, GK_SMP_KC rows at a time, each row front to back within
- * a chunk of columns whose (m + 1) rows of int32 accumulators fit GK_SMP_STACK.
- * b_signed is a compile-time constant at both call sites (int8 B: sign-extend; uint8 B:
- * zero-extend and correct, see gk_qsmallm_pair.h). */
-static inline __attribute__((always_inline)) void smallm_impl(
-    int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs, uint8_t a_xor,
-    const uint8_t *b, ptrdiff_t b_rs, const gk_qepi *e, int b_signed)
+/* Epilogue of one block: b'-domain dot products and colcorr, then the reference rounding. */
+static inline __attribute__((always_inline)) void gk_smp_epilogue(const gk_qepi *e, int m, int n0, int w,
+                                                                 const int32_t *acc, int ldb, int k,
+                                                                 int need_colsum, int vec_ok, int bu)
 {
-    int32_t buf[GK_SMP_STACK / 4] __attribute__((aligned(64)));
-    int32_t aq[SM_MAX * GK_SMP_NP];
-    __m128i aqv[SM_MAX * GK_SMP_NP];
-    uint8_t tmp[GK_SMP_KC * SM_W];
-    const uint8_t *rp[GK_SMP_KC], *tp[GK_SMP_KC];
-    const int need_colsum = gk_x86_smallm_need_colsum(e, m);
-    const int nc_max = gk_smp_chunk(m + 1);
-    const int vec_ok = gk_x86_epi_vector_ok(e);
-    const int bu = !b_signed;
-
-    for (int nc0 = 0; nc0 < n; nc0 += nc_max) {
-        const int ncw = n - nc0 < nc_max ? n - nc0 : nc_max;
-        const int nfull = ncw / SM_W, ldb = (ncw + SM_W - 1) / SM_W * SM_W;
-        /* (m + 1) * ldb <= GK_SMP_STACK / 4 since ldb <= nc_max (a multiple of SM_W) */
-        memset(buf, 0, sizeof(int32_t) * (size_t)(m + 1) * (size_t)ldb);
-        for (int k0 = 0; k0 < k; k0 += GK_SMP_KC) {
-            gk_smp_gather_a(m, k, k0, a, a_rs, a_cs, a_xor, aq);
-            for (int q = 0; q < m * GK_SMP_NP; q++)
-                aqv[q] = _mm_set1_epi32(aq[q]);
-            gk_smp_rows(b, b_rs, k, k0, nc0, rp);
-            for (int blk = 0; blk < nfull; blk++)
-                sm_block8(m, need_colsum, b_signed, rp, (ptrdiff_t)blk * SM_W, aqv, buf + blk * SM_W, ldb);
-            if (nfull * SM_W < ncw) {
-                gk_smp_tail_copy(rp, nfull * SM_W, ncw - nfull * SM_W, SM_W, tmp, tp);
-                sm_block8(m, need_colsum, b_signed, tp, 0, aqv, buf + nfull * SM_W, ldb);
-            }
+    const int32_t *cs = acc + (ptrdiff_t)m * ldb;
+    if (vec_ok && w == GK_SMP_W) {
+        __m128i z0 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0));
+        __m128i z1 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0 + 4));
+        __m128i k0 = _mm_setzero_si128(), k1 = k0;
+        if (need_colsum) {
+            const __m128i kv = _mm_set1_epi32(k), sh = _mm_set1_epi32((int32_t)(bu ? 128u * (uint32_t)k : 0u));
+            k0 = _mm_sub_epi32(_mm_sub_epi32(_mm_load_si128((const __m128i *)cs), sh), _mm_mullo_epi32(kv, z0));
+            k1 = _mm_sub_epi32(_mm_sub_epi32(_mm_load_si128((const __m128i *)cs + 1), sh), _mm_mullo_epi32(kv, z1));
         }
-        /* epilogue: b'-domain dot products and colcorr, then the reference rounding */
-        for (int j0 = 0; j0 < ncw; j0 += SM_W) {
-            const int n0 = nc0 + j0, w = ncw - j0 < SM_W ? ncw - j0 : SM_W;
-            const int32_t *cs = buf + (ptrdiff_t)m * ldb + j0;
-            if (vec_ok && w == SM_W) {
-                __m128i z0 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0));
-                __m128i z1 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0 + 4));
-                __m128i k0 = _mm_setzero_si128(), k1 = k0;
-                if (need_colsum) {
-                    const __m128i kv = _mm_set1_epi32(k), sh = _mm_set1_epi32((int32_t)(bu ? 128u * (uint32_t)k : 0u));
-                    k0 = _mm_sub_epi32(_mm_sub_epi32(_mm_load_si128((const __m128i *)cs), sh), _mm_mullo_epi32(kv, z0));
-                    k1 = _mm_sub_epi32(_mm_sub_epi32(_mm_load_si128((const __m128i *)cs + 1), sh), _mm_mullo_epi32(kv, z1));
-                }
-                for (int i = 0; i < m; i++) {
-                    const __m128i *d = (const __m128i *)(buf + (ptrdiff_t)i * ldb + j0);
-                    const __m128i sh = _mm_set1_epi32((int32_t)gk_smp_dot_shift(e, i, bu));
-                    epi_vec4(e, i, n0, _mm_sub_epi32(_mm_load_si128(d), sh), z0, k0);
-                    epi_vec4(e, i, n0 + 4, _mm_sub_epi32(_mm_load_si128(d + 1), sh), z1, k1);
-                }
-            } else {
-                for (int j = 0; j < w; j++) {
-                    uint32_t cc = need_colsum ? gk_smp_colcorr1(e, n0 + j, (uint32_t)cs[j], bu) : 0u;
-                    for (int i = 0; i < m; i++)
-                        gk_x86_store1_cc(e, i, n0 + j,
-                                      (uint32_t)buf[(ptrdiff_t)i * ldb + j0 + j] - gk_smp_dot_shift(e, i, bu), cc);
-                }
-            }
+        for (int i = 0; i < m; i++) {
+            const __m128i *d = (const __m128i *)(acc + (ptrdiff_t)i * ldb);
+            const __m128i sh = _mm_set1_epi32((int32_t)gk_smp_dot_shift(e, i, bu));
+            epi_vec4(e, i, n0, _mm_sub_epi32(_mm_load_si128(d), sh), z0, k0);
+            epi_vec4(e, i, n0 + 4, _mm_sub_epi32(_mm_load_si128(d + 1), sh), z1, k1);
         }
+    } else {
+        for (int i = 0; i < m; i++)
+            gk_smp_store_row(e, i, n0, w, acc + (ptrdiff_t)i * ldb, cs, need_colsum, bu);
     }
 }
 
-static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                   uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
-{
-    if (b_xor == 0)
-        smallm_impl(m, n, k, a, a_rs, a_cs, a_xor, b, b_rs, e, 1);
-    else /* b_xor == 0x80: B is uint8, b' = B - 128 */
-        smallm_impl(m, n, k, a, a_rs, a_cs, a_xor, b, b_rs, e, 0);
-}
+#include "gk_qsmallm_pair_run.h"
 
 const gk_qgemm_kernel gk_qgemm_u8s8_sse41 = {
-    "sse41", MR, NR, 2, 2, 2, pack_a, pack_b, ukernel, SM_MAX, smallm,
+    "sse41", MR, NR, 2, 2, 2, pack_a, pack_b, ukernel, GK_SMP_MAX, smallm,
 };

@@ -1,5 +1,5 @@
 /* Small-M int8 GEMM without packing for the exact int16 vpmaddwd families (SSE4.1, AVX2):
- * the pieces both share.  SSE4.1 intrinsics only (VEX-encoded when the including file is
+ * the pieces both share (the driver itself: gk_qsmallm_pair_run.h).  SSE4.1 intrinsics only (VEX-encoded when the including file is
  * built for AVX2).
  *
  * Scheme.  B is streamed once, row by row, GK_SMP_KC depth rows per pass.  Two depth rows
@@ -99,6 +99,16 @@ static inline uint32_t gk_smp_colcorr1(const gk_qepi *e, int n, uint32_t colsum_
 {
     uint32_t kk = (uint32_t)e->k;
     return colsum_b - (b_unsigned ? 128u * kk : 0u) - kk * (uint32_t)e->b_zp[n];
+}
+
+/* The reference epilogue of row m, columns n0 .. n0 + w - 1, from the B-domain dot
+ * products t[j] and colsum(B) cs[j] (cs unread when !need_colsum). */
+static inline void gk_smp_store_row(const gk_qepi *e, int m, int n0, int w, const int32_t *t,
+                                    const int32_t *cs, int need_colsum, int b_unsigned)
+{
+    for (int j = 0; j < w; j++)
+        gk_x86_store1_cc(e, m, n0 + j, (uint32_t)t[j] - gk_smp_dot_shift(e, m, b_unsigned),
+                         need_colsum ? gk_smp_colcorr1(e, n0 + j, (uint32_t)cs[j], b_unsigned) : 0u);
 }
 
 #endif
