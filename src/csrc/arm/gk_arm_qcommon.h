@@ -322,6 +322,42 @@ GK_ARM_INLINE void gk_arm_smallm_finish(const int M, int mbase, int n0, int nv, 
     }
 }
 
+/* The 16 bytes of B row bp for a strip of nv columns, zero past nv (never read). */
+GK_ARM_INLINE uint8x16_t gk_arm_load_b16(const uint8_t *bp, int nv)
+{
+    if (nv >= 16)
+        return vld1q_u8(bp);
+    uint8_t t[16] = {0};
+    memcpy(t, bp, (size_t)nv);
+    return vld1q_u8(t);
+}
+
+GK_ARM_INLINE void gk_arm_smallm_zero(const int M, uint32x4_t acc[][4], uint32x4_t cs[4])
+{
+    for (int j = 0; j < 4; j++) {
+        cs[j] = vdupq_n_u32(0);
+        for (int i = 0; i < M; i++)
+            acc[i][j] = vdupq_n_u32(0);
+    }
+}
+
+/* The body of a gk_qgemm_smallm_fn (parameters m, n, k, a, a_rs, a_cs, a_xor, b, b_rs,
+ * b_xor, e in scope): strip(M, m0, n0, nv, ...) over groups of M <= GK_ARM_SMALLM_MAX rows
+ * and strips of nv <= 16 columns, M a compile-time constant in each call.  Any m works,
+ * but B is re-streamed per group of rows, so families advertise GK_ARM_SMALLM_MAX. */
+#define GK_ARM_SMALLM_BODY(strip)                                                                \
+    for (int m0 = 0; m0 < m; m0 += GK_ARM_SMALLM_MAX) {                                          \
+        const int mv = GK_ARM_MIN(GK_ARM_SMALLM_MAX, m - m0);                                    \
+        for (int n0 = 0; n0 < n; n0 += 16) {                                                     \
+            const int nv = GK_ARM_MIN(16, n - n0);                                               \
+            switch (mv) {                                                                        \
+            case 1: strip(1, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e); break;     \
+            case 2: strip(2, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e); break;     \
+            case 3: strip(3, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e); break;     \
+            default: strip(4, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e); break;    \
+            }                                                                                    \
+        }                                                                                        \
+    }
 
 GK_ARM_INLINE void gk_arm_smallm_strip(const int M, int mbase, int n0, int nv, int k,
                                        const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
@@ -331,25 +367,12 @@ GK_ARM_INLINE void gk_arm_smallm_strip(const int M, int mbase, int n0, int nv, i
     uint32x4_t acc[GK_ARM_SMALLM_MAX][4];
     uint32x4_t cs[4];
     const uint8x16_t bias = vdupq_n_u8((uint8_t)(b_xor ^ 0x80));
-    for (int j = 0; j < 4; j++) {
-        cs[j] = vdupq_n_u32(0);
-        for (int i = 0; i < M; i++)
-            acc[i][j] = vdupq_n_u32(0);
-    }
+    gk_arm_smallm_zero(M, acc, cs);
     for (int k0 = 0; k0 < k; k0 += 256) {
         const int k1 = GK_ARM_MIN(k, k0 + 256);
         uint16x8_t cs16_0 = vdupq_n_u16(0), cs16_1 = vdupq_n_u16(0);
         for (int kk = k0; kk < k1; kk++) {
-            const uint8_t *bp = b + ((ptrdiff_t)kk * b_rs + n0);
-            uint8x16_t v;
-            if (nv >= 16) {
-                v = vld1q_u8(bp);
-            } else {
-                uint8_t t[16] = {0};
-                memcpy(t, bp, (size_t)nv);
-                v = vld1q_u8(t);
-            }
-            v = veorq_u8(v, bias);
+            const uint8x16_t v = veorq_u8(gk_arm_load_b16(b + ((ptrdiff_t)kk * b_rs + n0), nv), bias);
             cs16_0 = vaddw_u8(cs16_0, vget_low_u8(v));
             cs16_1 = vaddw_high_u8(cs16_1, v);
             for (int i = 0; i < M; i++) {
@@ -371,32 +394,12 @@ GK_ARM_INLINE void gk_arm_smallm_strip(const int M, int mbase, int n0, int nv, i
     gk_arm_smallm_finish(M, mbase, n0, nv, k, acc, cs, e);
 }
 
-/* The gk_qgemm_smallm_fn of every ARM family.  Any m works (rows are taken 4 at a time),
- * but B is re-streamed per group of 4 rows, so families advertise GK_ARM_SMALLM_MAX. */
+/* The gk_qgemm_smallm_fn of the families without FEAT_DotProd. */
 static inline void gk_arm_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
-                          ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs,
-                          uint8_t b_xor, const gk_qepi *e)
+                                 ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs,
+                                 uint8_t b_xor, const gk_qepi *e)
 {
-    for (int m0 = 0; m0 < m; m0 += GK_ARM_SMALLM_MAX) {
-        const int mv = GK_ARM_MIN(GK_ARM_SMALLM_MAX, m - m0);
-        for (int n0 = 0; n0 < n; n0 += 16) {
-            const int nv = GK_ARM_MIN(16, n - n0);
-            switch (mv) {
-            case 1:
-                gk_arm_smallm_strip(1, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            case 2:
-                gk_arm_smallm_strip(2, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            case 3:
-                gk_arm_smallm_strip(3, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            default:
-                gk_arm_smallm_strip(4, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            }
-        }
-    }
+    GK_ARM_SMALLM_BODY(gk_arm_smallm_strip)
 }
 
 #endif

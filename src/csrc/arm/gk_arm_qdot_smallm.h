@@ -42,11 +42,7 @@ GK_ARM_INLINE void gk_arm_dot_smallm_strip(const int M, int mbase, int n0, int n
     uint32x4_t cs[4];
     const uint8x16_t bias = vdupq_n_u8((uint8_t)(b_xor ^ 0x80));
     const uint8x16_t ones = vdupq_n_u8(1);
-    for (int j = 0; j < 4; j++) {
-        cs[j] = vdupq_n_u32(0);
-        for (int i = 0; i < M; i++)
-            acc[i][j] = vdupq_n_u32(0);
-    }
+    gk_arm_smallm_zero(M, acc, cs);
     for (int kk = 0; kk < k; kk += 4) {
         const int cnt = GK_ARM_MIN(4, k - kk);
         uint8x16_t r[4];
@@ -55,16 +51,7 @@ GK_ARM_INLINE void gk_arm_dot_smallm_strip(const int M, int mbase, int n0, int n
                 r[g] = vdupq_n_u8(0); /* b'' = 0 beyond K */
                 continue;
             }
-            const uint8_t *bp = b + ((ptrdiff_t)(kk + g) * b_rs + n0);
-            uint8x16_t v;
-            if (nv >= 16) {
-                v = vld1q_u8(bp);
-            } else {
-                uint8_t t[16] = {0};
-                memcpy(t, bp, (size_t)nv);
-                v = vld1q_u8(t);
-            }
-            r[g] = veorq_u8(v, bias);
+            r[g] = veorq_u8(gk_arm_load_b16(b + ((ptrdiff_t)(kk + g) * b_rs + n0), nv), bias);
         }
         /* t[j] = columns 4j..4j+3, each as its 4 k bytes */
         const uint16x8_t z01l = vreinterpretq_u16_u8(vzip1q_u8(r[0], r[1]));
@@ -89,30 +76,12 @@ GK_ARM_INLINE void gk_arm_dot_smallm_strip(const int M, int mbase, int n0, int n
     gk_arm_smallm_finish(M, mbase, n0, nv, k, acc, cs, e);
 }
 
+/* The gk_qgemm_smallm_fn of the families with FEAT_DotProd. */
 static inline void gk_arm_dot_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
-                              ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs,
-                              uint8_t b_xor, const gk_qepi *e)
+                                     ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b,
+                                     ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e)
 {
-    for (int m0 = 0; m0 < m; m0 += GK_ARM_SMALLM_MAX) {
-        const int mv = GK_ARM_MIN(GK_ARM_SMALLM_MAX, m - m0);
-        for (int n0 = 0; n0 < n; n0 += 16) {
-            const int nv = GK_ARM_MIN(16, n - n0);
-            switch (mv) {
-            case 1:
-                gk_arm_dot_smallm_strip(1, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            case 2:
-                gk_arm_dot_smallm_strip(2, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            case 3:
-                gk_arm_dot_smallm_strip(3, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            default:
-                gk_arm_dot_smallm_strip(4, m0, n0, nv, k, a, a_rs, a_cs, a_xor, b, b_rs, b_xor, e);
-                break;
-            }
-        }
-    }
+    GK_ARM_SMALLM_BODY(gk_arm_dot_smallm_strip)
 }
 
 #endif

@@ -17,18 +17,8 @@
 #define NR 8
 #define KS 4
 
-static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
-                   uint8_t a_xor, void *dst, int32_t *rowsum)
-{
-    gk_arm_pack_panels(mc, k, a, rs, cs, a_xor, a_xor, 0, MR, KS, (uint8_t *)dst, rowsum);
-}
-
-static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
-                   uint8_t b_xor, void *dst, int32_t *colsum)
-{
-    gk_arm_pack_panels(nc, k, b, cs, rs, (uint8_t)(b_xor ^ 0x80), b_xor, 1, NR, KS,
-                       (uint8_t *)dst, colsum);
-}
+#define GK_ARM_B_STORE_BIAS 0x80
+#include "gk_arm_qpack_fns.h"
 
 /* rows 4q..4q+3 come from vector aq, lane = row % 4 (lane must be a constant) */
 #define GK_ROW(i, aq, lane)                                            \
