@@ -1,5 +1,5 @@
-/* Scalar helpers shared by the x86 int8 kernel files (each includes this header and
- * compiles it with its own ISA flags; everything here is static and plain C).
+/* Helpers shared by the x86 int8 kernel files (each includes this header and compiles it
+ * with its own ISA flags; everything here is static, plain C or SSE2, the x86-64 base).
  *
  * Panel layout used by every x86 family, parametrised by R (mr or nr), KS (kstep) and
  * EB (element bytes): the packed element (r, d) of panel p = r / R lives at element index
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <emmintrin.h>
 
 #include "gemmkit/gk_qgemm.h"
 
@@ -48,6 +49,23 @@ static inline void gk_x86_pack_range(const uint8_t *src, ptrdiff_t sr, ptrdiff_t
         if (r < nreal)
             sums[r] = (int32_t)((uint32_t)sums[r] + s);
     }
+}
+
+/* Line i's four int32 words in v_i -> word j of lines 0..3 stored at od + j * stride
+ * (bytes): the 4 x 4 int32 transpose that turns 4 depth-contiguous source lines into 4
+ * k-groups of a panel (stride = R * 4 bytes for both element sizes); g[j] = what went to
+ * od + j * stride. */
+static inline void gk_x86_tr4x4_store(__m128i v0, __m128i v1, __m128i v2, __m128i v3,
+                                      void *od, ptrdiff_t stride, __m128i g[4])
+{
+    __m128i t0 = _mm_unpacklo_epi32(v0, v1), t1 = _mm_unpackhi_epi32(v0, v1);
+    __m128i t2 = _mm_unpacklo_epi32(v2, v3), t3 = _mm_unpackhi_epi32(v2, v3);
+    g[0] = _mm_unpacklo_epi64(t0, t2);
+    g[1] = _mm_unpackhi_epi64(t0, t2);
+    g[2] = _mm_unpacklo_epi64(t1, t3);
+    g[3] = _mm_unpackhi_epi64(t1, t3);
+    for (int j = 0; j < 4; j++)
+        _mm_storeu_si128((__m128i *)((uint8_t *)od + j * stride), g[j]);
 }
 
 /* The epilogue of a tile whose raw dot products (before zero-point correction) are in

@@ -42,18 +42,11 @@ static inline void gk_x86_pack_pair(const uint8_t *src, ptrdiff_t sl, ptrdiff_t 
                 __m128i v1 = gk_pair_widen(_mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + sl + d)), xv), sgn);
                 __m128i v2 = gk_pair_widen(_mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + 2 * sl + d)), xv), sgn);
                 __m128i v3 = gk_pair_widen(_mm_xor_si128(_mm_loadl_epi64((const __m128i *)(s + 3 * sl + d)), xv), sgn);
-                __m128i t0 = _mm_unpacklo_epi32(v0, v1), t1 = _mm_unpackhi_epi32(v0, v1);
-                __m128i t2 = _mm_unpacklo_epi32(v2, v3), t3 = _mm_unpackhi_epi32(v2, v3);
-                __m128i g0 = _mm_unpacklo_epi64(t0, t2), g1 = _mm_unpackhi_epi64(t0, t2);
-                __m128i g2 = _mm_unpacklo_epi64(t1, t3), g3 = _mm_unpackhi_epi64(t1, t3);
-                int16_t *od = o + (ptrdiff_t)(d / 2) * R * 2;
-                _mm_storeu_si128((__m128i *)od, g0);
-                _mm_storeu_si128((__m128i *)(od + R * 2), g1);
-                _mm_storeu_si128((__m128i *)(od + 2 * R * 2), g2);
-                _mm_storeu_si128((__m128i *)(od + 3 * R * 2), g3);
+                __m128i g[4];
+                gk_x86_tr4x4_store(v0, v1, v2, v3, o + (ptrdiff_t)(d / 2) * R * 2, (ptrdiff_t)R * 4, g);
                 /* pair sums: |2 * 255| fits int32 trivially */
-                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_madd_epi16(g0, ones), _mm_madd_epi16(g1, ones)));
-                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_madd_epi16(g2, ones), _mm_madd_epi16(g3, ones)));
+                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_madd_epi16(g[0], ones), _mm_madd_epi16(g[1], ones)));
+                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_madd_epi16(g[2], ones), _mm_madd_epi16(g[3], ones)));
             }
             _mm_storeu_si128((__m128i *)(sums + l), acc);
         }

@@ -46,17 +46,10 @@ static inline void gk_x86_pack_quad_kp(const uint8_t *src, ptrdiff_t sl, ptrdiff
                 __m128i v1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + sl + d)), xv);
                 __m128i v2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 2 * sl + d)), xv);
                 __m128i v3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 3 * sl + d)), xv);
-                __m128i t0 = _mm_unpacklo_epi32(v0, v1), t1 = _mm_unpackhi_epi32(v0, v1);
-                __m128i t2 = _mm_unpacklo_epi32(v2, v3), t3 = _mm_unpackhi_epi32(v2, v3);
-                __m128i g0 = _mm_unpacklo_epi64(t0, t2), g1 = _mm_unpackhi_epi64(t0, t2);
-                __m128i g2 = _mm_unpacklo_epi64(t1, t3), g3 = _mm_unpackhi_epi64(t1, t3);
-                uint8_t *od = o + (ptrdiff_t)(d / 4) * R * 4;
-                _mm_storeu_si128((__m128i *)od, g0);
-                _mm_storeu_si128((__m128i *)(od + R * 4), g1);
-                _mm_storeu_si128((__m128i *)(od + 2 * R * 4), g2);
-                _mm_storeu_si128((__m128i *)(od + 3 * R * 4), g3);
-                acc = gk_quad_sum(gk_quad_sum(acc, g0, sgn), g1, sgn);
-                acc = gk_quad_sum(gk_quad_sum(acc, g2, sgn), g3, sgn);
+                __m128i g[4];
+                gk_x86_tr4x4_store(v0, v1, v2, v3, o + (ptrdiff_t)(d / 4) * R * 4, (ptrdiff_t)R * 4, g);
+                acc = gk_quad_sum(gk_quad_sum(acc, g[0], sgn), g[1], sgn);
+                acc = gk_quad_sum(gk_quad_sum(acc, g[2], sgn), g[3], sgn);
             }
             _mm_storeu_si128((__m128i *)(sums + l), acc);
         }
