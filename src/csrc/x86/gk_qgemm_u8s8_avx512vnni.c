@@ -64,31 +64,54 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 
     /* int32 lanes wrap mod 2^32 (ONNX's overflow); each 4-product group is exact. */
     int ng = kp / 4;
-#if MR == 8 && NV == 2
-    /* Named accumulators and a pointer-bumping loop: with the array form gcc copies the
-     * accumulators between registers (and spills two) every iteration. */
+#if MR == 8 && NV == 2 && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    /* The whole k-loop in one asm block with the 16 accumulators in zmm16..zmm31 (row i,
+     * half v in zmm16+2i+v), stored once to an L1 tile at the end: with intrinsics, or
+     * one asm statement per vpdpbusd, gcc 12 routes every accumulator through a scratch
+     * register (two vmovdqa64 per vpdpbusd), which made the loop front-end bound at ~45%
+     * of the vpdpbusd peak.  Per k-group: two B loads (zmm0-1), eight A broadcasts
+     * (zmm2-3 alternating), 16 vpdpbusd (u8 broadcast x s8 B; the non-saturating form,
+     * so each int32 lane wraps exactly like the scalar oracle). */
     if (ng > 0) {
-        __m512i c00 = acc[0][0], c01 = acc[0][1], c10 = acc[1][0], c11 = acc[1][1];
-        __m512i c20 = acc[2][0], c21 = acc[2][1], c30 = acc[3][0], c31 = acc[3][1];
-        __m512i c40 = acc[4][0], c41 = acc[4][1], c50 = acc[5][0], c51 = acc[5][1];
-        __m512i c60 = acc[6][0], c61 = acc[6][1], c70 = acc[7][0], c71 = acc[7][1];
+        __m512i t[MR * NV];
         const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * MR;
         const __m512i *pb = bp;
-        do {
-            __m512i b0 = _mm512_loadu_si512(pb), b1 = _mm512_loadu_si512(pb + 1), x;
-#define GK_ROW(i)                                                                           \
-    x = _mm512_set1_epi32(pa[i]);                                                           \
-    GK_DPBUSD512(c##i##0, x, b0);                                                           \
-    GK_DPBUSD512(c##i##1, x, b1);
-            GK_ROW(0) GK_ROW(1) GK_ROW(2) GK_ROW(3) GK_ROW(4) GK_ROW(5) GK_ROW(6) GK_ROW(7)
+#define GK_Z(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
+#define GK_ROW(i, r, c0, c1)                                                                \
+    "vpbroadcastd " #i "*4(%[pa]), %%zmm" #r "\n\t"                                         \
+    "vpdpbusd %%zmm0, %%zmm" #r ", %%zmm" #c0 "\n\t"                                        \
+    "vpdpbusd %%zmm1, %%zmm" #r ", %%zmm" #c1 "\n\t"
+#define GK_ST(i) "vmovdqu64 %%zmm" #i ", (" #i "-16)*64(%[t])\n\t"
+        __asm__ volatile(GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22)
+                         GK_Z(23) GK_Z(24) GK_Z(25) GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29)
+                         GK_Z(30) GK_Z(31)
+                         "1:\n\t"
+                         "vmovdqu64 (%[pb]), %%zmm0\n\t"
+                         "vmovdqu64 64(%[pb]), %%zmm1\n\t"
+                         GK_ROW(0, 2, 16, 17) GK_ROW(1, 3, 18, 19)
+                         GK_ROW(2, 2, 20, 21) GK_ROW(3, 3, 22, 23)
+                         GK_ROW(4, 2, 24, 25) GK_ROW(5, 3, 26, 27)
+                         GK_ROW(6, 2, 28, 29) GK_ROW(7, 3, 30, 31)
+                         "add $32, %[pa]\n\t"
+                         "add $128, %[pb]\n\t"
+                         "cmp %[pa], %[pe]\n\t"
+                         "jne 1b\n\t"
+                         GK_ST(16) GK_ST(17) GK_ST(18) GK_ST(19) GK_ST(20) GK_ST(21)
+                         GK_ST(22) GK_ST(23) GK_ST(24) GK_ST(25) GK_ST(26) GK_ST(27)
+                         GK_ST(28) GK_ST(29) GK_ST(30) GK_ST(31)
+                         : [pa] "+r"(pa), [pb] "+r"(pb)
+                         : [pe] "r"(pe), [t] "r"(t)
+                         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm16", "xmm17", "xmm18", "xmm19",
+                           "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26",
+                           "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
+#undef GK_Z
 #undef GK_ROW
-            pa += MR;
-            pb += NV;
-        } while (pa != pe);
-        acc[0][0] = c00; acc[0][1] = c01; acc[1][0] = c10; acc[1][1] = c11;
-        acc[2][0] = c20; acc[2][1] = c21; acc[3][0] = c30; acc[3][1] = c31;
-        acc[4][0] = c40; acc[4][1] = c41; acc[5][0] = c50; acc[5][1] = c51;
-        acc[6][0] = c60; acc[6][1] = c61; acc[7][0] = c70; acc[7][1] = c71;
+#undef GK_ST
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = t[i * NV + v];
     }
 #else
     for (int g = 0; g < ng; g++) {
