@@ -122,6 +122,19 @@ def time_pair(f_gk, f_ort, budget):
     return statistics.median(tg), statistics.median(to)
 
 
+def rerun_without_amx(argv):
+    import subprocess
+    import tempfile
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "no_amx_preload.c")
+    so = os.path.join(tempfile.mkdtemp(), "no_amx_preload.so")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so,
+                    "-ldl"], check=True)
+    env = dict(os.environ, GK_BENCH_NO_AMX="1",
+               LD_PRELOAD=(so + " " + os.environ.get("LD_PRELOAD", "")).strip())
+    return subprocess.run([sys.executable, os.path.abspath(__file__)] + list(argv),
+                          env=env).returncode
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -135,7 +148,13 @@ def main(argv=None):
                          "column (repeatable); defaults: best of several runs of "
                          "`bash tests/c/run_native.sh bench` on the dev machine")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
+    ap.add_argument("--no-amx", action="store_true",
+                    help="Linux: refuse AMX to every library in the process (gemmkit and "
+                         "onnxruntime), for a VNNI-vs-VNNI comparison as on CPUs without "
+                         "AMX; re-runs this script under benchmarks/no_amx_preload.c")
     args = ap.parse_args(argv)
+    if args.no_amx and "GK_BENCH_NO_AMX" not in os.environ:
+        return rerun_without_amx(argv if argv is not None else sys.argv[1:])
 
     import onnxruntime as ort
     avail = gk.cpu_info()["available"]
@@ -148,6 +167,8 @@ def main(argv=None):
         name, _, val = item.partition("=")
         fixed[name] = float(val)
     peaks = Peaks(fixed)
+    if "GK_BENCH_NO_AMX" in os.environ:
+        print("AMX refused to every library in this process (--no-amx)")
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
           f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
           f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
