@@ -4,7 +4,8 @@ Baseline code (Cython's generated C and src/csrc/*.c) is compiled for the platfo
 baseline ISA.  Each runtime-dispatched ISA lives in its own files, named by suffix
 (src/csrc/x86/*_avx2.c, src/csrc/arm/*_neondot.c, ...), compiled separately with that
 ISA's flags and linked in; the build defines GK_HAVE_<ISA> for each group the compiler
-accepted, so the dispatcher only lists paths that exist.  Never -march=native.
+accepted, so the dispatcher only lists paths that exist.  No flag ever targets the build
+machine's own CPU (wheels must run on any CPU of their platform).
 """
 import glob
 import os

@@ -10,23 +10,9 @@
 #define MR 4
 #define NR 4
 
-static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
-{
-    const float *a = (const float *)a_panel;
-    const float *b = (const float *)b_panel;
-    float *t = (float *)tile;
-    float acc[MR][NR] = {{0}};
-    for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
-            for (int j = 0; j < NR; j++) {
-                acc[i][j] += a[(ptrdiff_t)k * MR + i] * b[(ptrdiff_t)k * NR + j]; /* no FMA: -ffp-contract=off */
-            }
-        }
-    }
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            t[i * NR + j] = acc[i][j];
-}
+#define GK_T float
+#define GK_PRODUCT(x, y) ((x) * (y))
+#include "gk_gemm_scalar_tile.h"
 
 const gk_gemm_kernel gk_gemm_f16_scalar = {
     "scalar", GK_DT_F16, GK_ACC_F32, MR, NR, 128, 256, 1024,

@@ -9,23 +9,9 @@
 #define MR 4
 #define NR 4
 
-static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
-{
-    const double *a = (const double *)a_panel;
-    const double *b = (const double *)b_panel;
-    double *t = (double *)tile;
-    double acc[MR][NR] = {{0}};
-    for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
-            for (int j = 0; j < NR; j++) {
-                acc[i][j] += a[(ptrdiff_t)k * MR + i] * b[(ptrdiff_t)k * NR + j]; /* no FMA: -ffp-contract=off */
-            }
-        }
-    }
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            t[i * NR + j] = acc[i][j];
-}
+#define GK_T double
+#define GK_PRODUCT(x, y) ((x) * (y))
+#include "gk_gemm_scalar_tile.h"
 
 const gk_gemm_kernel gk_gemm_f64_scalar = {
     "scalar", GK_DT_F64, GK_ACC_F64, MR, NR, 64, 256, 512,

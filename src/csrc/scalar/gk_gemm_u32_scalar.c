@@ -9,26 +9,11 @@
 #define MR 4
 #define NR 4
 
-static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
-{
-    const uint32_t *a = (const uint32_t *)a_panel;
-    const uint32_t *b = (const uint32_t *)b_panel;
-    uint32_t *t = (uint32_t *)tile;
-    uint32_t acc[MR][NR] = {{0}};
-    for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
-            for (int j = 0; j < NR; j++) {
-                /* 0u + x keeps the product unsigned even where int is wider than 32 bits, so it
-                 * wraps mod 2**32 (never signed overflow); that is also the int32 product
-                 * mod 2**32. */
-                acc[i][j] += (uint32_t)((0u + a[(ptrdiff_t)k * MR + i]) * b[(ptrdiff_t)k * NR + j]);
-            }
-        }
-    }
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            t[i * NR + j] = acc[i][j];
-}
+#define GK_T uint32_t
+/* 0u + x keeps the product unsigned even where int is wider than 32 bits, so it wraps
+ * mod 2**32 (never signed overflow); that is also the int32 product mod 2**32. */
+#define GK_PRODUCT(x, y) ((uint32_t)((0u + (x)) * (y)))
+#include "gk_gemm_scalar_tile.h"
 
 const gk_gemm_kernel gk_gemm_i32_scalar = {
     "scalar", GK_DT_I32, GK_ACC_U32, MR, NR, 128, 256, 1024,

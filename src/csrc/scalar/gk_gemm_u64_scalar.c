@@ -9,24 +9,10 @@
 #define MR 4
 #define NR 4
 
-static void ukernel(int kc, const void *a_panel, const void *b_panel, void *tile)
-{
-    const uint64_t *a = (const uint64_t *)a_panel;
-    const uint64_t *b = (const uint64_t *)b_panel;
-    uint64_t *t = (uint64_t *)tile;
-    uint64_t acc[MR][NR] = {{0}};
-    for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
-            for (int j = 0; j < NR; j++) {
-                /* unsigned: wraps mod 2**64, also the int64 product mod 2**64 */
-                acc[i][j] += a[(ptrdiff_t)k * MR + i] * b[(ptrdiff_t)k * NR + j];
-            }
-        }
-    }
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            t[i * NR + j] = acc[i][j];
-}
+#define GK_T uint64_t
+/* unsigned: wraps mod 2**64, also the int64 product mod 2**64 */
+#define GK_PRODUCT(x, y) ((x) * (y))
+#include "gk_gemm_scalar_tile.h"
 
 const gk_gemm_kernel gk_gemm_i64_scalar = {
     "scalar", GK_DT_I64, GK_ACC_U64, MR, NR, 64, 256, 512,
