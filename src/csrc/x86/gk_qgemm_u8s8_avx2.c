@@ -21,6 +21,34 @@
 #define GK_UK_KSTEP 2
 #define GK_UK_PACK gk_x86_pack_pair
 #define GK_UK_MAC(acc, a, b) ((acc) = _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b))))
+/* Accumulator (row i, vector v) in ymm(8 + 2i + v); B in ymm0-1; A pair broadcast in
+ * ymm2; products in ymm3-4 (vpmaddwd: two exact int16 products per int32 lane). */
+#define GK_VZ(r) "vpxor %%ymm" #r ", %%ymm" #r ", %%ymm" #r "\n\t"
+#define GK_VROW(i, c0, c1)                                                                  \
+    "vpbroadcastd " #i "*4(%[pa]), %%ymm2\n\t"                                              \
+    "vpmaddwd %%ymm0, %%ymm2, %%ymm3\n\t"                                                   \
+    "vpmaddwd %%ymm1, %%ymm2, %%ymm4\n\t"                                                   \
+    "vpaddd %%ymm3, %%ymm" #c0 ", %%ymm" #c0 "\n\t"                                         \
+    "vpaddd %%ymm4, %%ymm" #c1 ", %%ymm" #c1 "\n\t"
+#define GK_VST(r) "vmovdqu %%ymm" #r ", (" #r "-8)*32(%[t])\n\t"
+#define GK_UK_ASM_LOOP(pa, pb, pe, t)                                                       \
+    __asm__ volatile(GK_VZ(8) GK_VZ(9) GK_VZ(10) GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14)    \
+                     GK_VZ(15)                                                              \
+                     "1:\n\t"                                                               \
+                     "vmovdqu (%[pb]), %%ymm0\n\t"                                          \
+                     "vmovdqu 32(%[pb]), %%ymm1\n\t"                                        \
+                     GK_VROW(0, 8, 9) GK_VROW(1, 10, 11) GK_VROW(2, 12, 13)                 \
+                     GK_VROW(3, 14, 15)                                                     \
+                     "add $16, %[pa]\n\t"                                                   \
+                     "add $64, %[pb]\n\t"                                                   \
+                     "cmp %[pa], %[pe]\n\t"                                                 \
+                     "jne 1b\n\t"                                                           \
+                     GK_VST(8) GK_VST(9) GK_VST(10) GK_VST(11) GK_VST(12) GK_VST(13)        \
+                     GK_VST(14) GK_VST(15)                                                  \
+                     : [pa] "+r"(pa), [pb] "+r"(pb)                                         \
+                     : [pe] "r"(pe), [t] "r"(t)                                             \
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10",     \
+                       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory")
 #include "gk_qukernel_ymm.h"
 
 /* ---------------------------------------------------------------- small M */

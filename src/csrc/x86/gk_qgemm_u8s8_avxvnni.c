@@ -14,6 +14,43 @@
 #define GK_UK_KSTEP 4
 #define GK_UK_PACK gk_x86_pack_quad
 #define GK_UK_MAC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
+/* Accumulator (row i, vector v) in ymm(4 + 3i + v); B in ymm0-2; A broadcast in ymm3. */
+#define GK_VZ(r) "vpxor %%ymm" #r ", %%ymm" #r ", %%ymm" #r "\n\t"
+#define GK_VROW(i, c)                                                                       \
+    "vpbroadcastd " #i "*4(%[pa]), %%ymm3\n\t"                                              \
+    "%{vex%} vpdpbusd %%ymm0, %%ymm3, %%ymm" #c "\n\t"                                        \
+    "%{vex%} vpdpbusd %%ymm1, %%ymm3, %%ymm" GK_STR(GK_ADD1_##c) "\n\t"                       \
+    "%{vex%} vpdpbusd %%ymm2, %%ymm3, %%ymm" GK_STR(GK_ADD2_##c) "\n\t"
+#define GK_STR_(x) #x
+#define GK_STR(x) GK_STR_(x)
+#define GK_ADD1_4 5
+#define GK_ADD2_4 6
+#define GK_ADD1_7 8
+#define GK_ADD2_7 9
+#define GK_ADD1_10 11
+#define GK_ADD2_10 12
+#define GK_ADD1_13 14
+#define GK_ADD2_13 15
+#define GK_VST(r) "vmovdqu %%ymm" #r ", (" #r "-4)*32(%[t])\n\t"
+#define GK_UK_ASM_LOOP(pa, pb, pe, t)                                                       \
+    __asm__ volatile(GK_VZ(4) GK_VZ(5) GK_VZ(6) GK_VZ(7) GK_VZ(8) GK_VZ(9) GK_VZ(10)        \
+                     GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14) GK_VZ(15)                      \
+                     "1:\n\t"                                                               \
+                     "vmovdqu (%[pb]), %%ymm0\n\t"                                          \
+                     "vmovdqu 32(%[pb]), %%ymm1\n\t"                                        \
+                     "vmovdqu 64(%[pb]), %%ymm2\n\t"                                        \
+                     GK_VROW(0, 4) GK_VROW(1, 7) GK_VROW(2, 10) GK_VROW(3, 13)              \
+                     "add $16, %[pa]\n\t"                                                   \
+                     "add $96, %[pb]\n\t"                                                   \
+                     "cmp %[pa], %[pe]\n\t"                                                 \
+                     "jne 1b\n\t"                                                           \
+                     GK_VST(4) GK_VST(5) GK_VST(6) GK_VST(7) GK_VST(8) GK_VST(9)            \
+                     GK_VST(10) GK_VST(11) GK_VST(12) GK_VST(13) GK_VST(14) GK_VST(15)      \
+                     : [pa] "+r"(pa), [pb] "+r"(pb)                                         \
+                     : [pe] "r"(pe), [t] "r"(t)                                             \
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",      \
+                       "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",        \
+                       "xmm15", "cc", "memory")
 
 #define DPB128(acc, u8, s8) _mm_dpbusd_avx_epi32(acc, u8, s8)
 #include "gk_qpack_quad.h"

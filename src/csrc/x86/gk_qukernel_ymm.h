@@ -7,6 +7,8 @@
  *   GK_UK_PACK        gk_x86_pack_pair | gk_x86_pack_quad (the layout of GK_UK_KSTEP)
  *   GK_UK_MAC(acc, a, b)  acc += the exact dot of each int32 word of a and b, wrapping
  *                     mod 2^32 (vpmaddwd + vpaddd | vpdpbusd; never a saturating form)
+ *   GK_UK_ASM_LOOP(pa, pb, pe, t)  optional (gcc, x86-64): the same k-loop as one asm
+ *                     statement over [pa, pe), storing the MR*NV accumulators to t[i*NV+v]
  * Partial tiles and unusual epilogue strides go through a stack tile and the scalar
  * reference; full tiles through gk_epi_vec8_avx. */
 #ifndef GEMMKIT_GK_QUKERNEL_YMM_H
@@ -44,6 +46,21 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
 
     /* int32 lanes wrap mod 2^32 (ONNX's overflow); each word's dot is exact. */
     int ng = kp / GK_UK_KSTEP;
+#if defined(GK_UK_ASM_LOOP) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    /* gcc 12 routes the accumulators of the intrinsic loop through scratch registers and
+     * the stack; the family's asm loop keeps them pinned and stores the tile once. */
+    if (ng > 0) {
+        __m256i t[MR * NV];
+        const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * MR;
+        const __m256i *pb = bp;
+        GK_UK_ASM_LOOP(pa, pb, pe, t);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = t[i * NV + v];
+    }
+#else
 #pragma GCC unroll 2
     for (int g = 0; g < ng; g++) {
         __m256i b[NV];
@@ -58,6 +75,7 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
                 GK_UK_MAC(acc[i][v], av, b[v]);
         }
     }
+#endif
 
     if (mr_valid < MR || nr_valid < NR || !gk_x86_epi_vector_ok(e)) {
         int32_t t[MR * NR];
