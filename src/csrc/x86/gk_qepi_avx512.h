@@ -75,6 +75,6 @@ static inline void gk_epi_vec16_avx512(const gk_qepi *e, int m, int n, __m512i d
 void gk_qgemm_u8s8_avx512vnni_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
                                      ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b,
                                      ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *e);
-#define GK_QGEMM_AVX512VNNI_SMALLM_MAX 8
+#define GK_QGEMM_AVX512VNNI_SMALLM_MAX 16
 
 #endif

@@ -26,7 +26,7 @@
 
 #include "gk_qgemm_x86_common.h"
 
-#define GK_SMQ_MAX 8        /* rows */
+#define GK_SMQ_MAX 16        /* rows */
 #define GK_SMQ_KC 16        /* depth rows of B per pass (4 k-groups) */
 #define GK_SMQ_STACK 32768  /* bytes of int32 accumulators on the stack */
 #define GK_SMQ_L (GK_SMQ_W / 4) /* int32 lanes per vector */
