@@ -39,8 +39,20 @@ def assert_exact(got, want):
                              f"got {got[idx]}, expected {want[idx]}")
 
 
-def _zp_for_a(mode, rng, dt, m, batch=()):
-    """A zero point for a [..., M, K] in one of the spec's layouts."""
+# Zero-point layouts beyond the size-1 ones: mode -> shape from (extent, batch), where
+# the extent is M for a (per-row) and N for b (per-column).
+_ZP_SHAPES = {
+    "row": lambda m, batch: (m,),                       # 1-D [M]
+    "row2d": lambda m, batch: (m, 1),                   # [M, 1]
+    "rowbatch": lambda m, batch: tuple(batch) + (m, 1),  # [..., M, 1]
+    "col": lambda n, batch: (n,),                       # 1-D [N]
+    "col2d": lambda n, batch: (1, n),                   # [1, N]
+    "colbatch": lambda n, batch: tuple(batch) + (1, n),  # [..., 1, N]
+}
+
+
+def _zp(mode, rng, dt, extent, batch=()):
+    """A zero point in one of the spec's layouts (see _ZP_SHAPES and the size-1 modes)."""
     info = np.iinfo(dt)
     v = lambda shape: rng.integers(info.min, info.max + 1, size=shape).astype(dt)  # noqa: E731
     if mode == "none":
@@ -53,35 +65,7 @@ def _zp_for_a(mode, rng, dt, m, batch=()):
         return v(())
     if mode == "len1":
         return v((1,))
-    if mode == "row":  # 1-D [M]
-        return v((m,))
-    if mode == "row2d":  # [M, 1]
-        return v((m, 1))
-    if mode == "rowbatch":  # [..., M, 1] with the batch dims
-        return v(tuple(batch) + (m, 1))
-    raise ValueError(mode)
-
-
-def _zp_for_b(mode, rng, dt, n, batch=()):
-    info = np.iinfo(dt)
-    v = lambda shape: rng.integers(info.min, info.max + 1, size=shape).astype(dt)  # noqa: E731
-    if mode == "none":
-        return None
-    if mode == "pyint":
-        return int(v(()))
-    if mode == "npscalar":
-        return dt.type(v(()))
-    if mode == "0d":
-        return v(())
-    if mode == "len1":
-        return v((1,))
-    if mode == "col":  # 1-D [N]
-        return v((n,))
-    if mode == "col2d":  # [1, N]
-        return v((1, n))
-    if mode == "colbatch":
-        return v(tuple(batch) + (1, n))
-    raise ValueError(mode)
+    return v(_ZP_SHAPES[mode](extent, batch))
 
 
 A_ZP_2D = ["none", "pyint", "npscalar", "0d", "len1", "row", "row2d"]
@@ -102,8 +86,8 @@ def test_2d_matches_oracle(isa, dims, ta, tb, azm, bzm, la, lb, extreme, seed):
     gen = rand_extreme if extreme else rand_int8
     a = gen(rng, (m, k), ta)
     b = gen(rng, (k, n), tb)
-    azp = _zp_for_a(azm, rng, ta, m)
-    bzp = _zp_for_b(bzm, rng, tb, n)
+    azp = _zp(azm, rng, ta, m)
+    bzp = _zp(bzm, rng, tb, n)
     want = o.matmul_integer(a, b, azp, bzp)
     got = _gk().matmul_integer(relayout(a, la), relayout(b, lb), azp, bzp)
     assert_exact(got, want)
@@ -121,8 +105,8 @@ def test_batched_broadcast_matches_oracle(isa, bs, m, n, k, ta, tb, azm, bzm, la
     a = rand_int8(rng, a_batch + (m, k), ta)
     b = rand_int8(rng, b_batch + (k, n), tb)
     # Per-batch zero points may carry any batch dims that broadcast to the output's.
-    azp = _zp_for_a(azm, rng, ta, m, out_batch)
-    bzp = _zp_for_b(bzm, rng, tb, n, out_batch[len(out_batch) // 2:])
+    azp = _zp(azm, rng, ta, m, out_batch)
+    bzp = _zp(bzm, rng, tb, n, out_batch[len(out_batch) // 2:])
     want = o.matmul_integer(a, b, azp, bzp)
     assert want.shape == out_batch + (m, n)
     got = _gk().matmul_integer(relayout(a, la), relayout(b, lb), azp, bzp)
@@ -137,8 +121,8 @@ def test_deep_k_extreme_values(isa, k, m, n, ta, tb, seed):
     rng = np.random.default_rng(seed)
     a = rand_extreme(rng, (m, k), ta)
     b = rand_extreme(rng, (k, n), tb)
-    azp = _zp_for_a("row", rng, ta, m)
-    bzp = _zp_for_b("col", rng, tb, n)
+    azp = _zp("row", rng, ta, m)
+    bzp = _zp("col", rng, tb, n)
     assert_exact(_gk().matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp))
 
 
