@@ -37,6 +37,14 @@ typedef struct gk_qgemm_problem {
     void *y; ptrdiff_t ldy;                   /* output, row stride in elements */
 } gk_qgemm_problem;
 
+/* Depth beyond GK_QGEMM_KCHUNK runs as a sum of products over consecutive depth chunks.
+ * Exact: sum_c (A_c - za)(B_c - zb) = (A - za)(B - zb) modulo 2**32, zero points
+ * included, and requantization is applied once to the total.  It bounds what a kernel
+ * ever sees (depth indices, padded depth, packed panels of KCHUNK-deep micro-panels: a
+ * few MB) for every K up to INT_MAX; the extra work, one int32 add per output per
+ * chunk, is negligible next to KCHUNK multiply-adds per output. */
+#define GK_QGEMM_KCHUNK (1 << 18)
+
 /* Returns 0, or -1 when memory for packing could not be allocated (nothing written). */
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
 

@@ -2,9 +2,10 @@
  *
  * Loop order (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
  * -> M blocks of mc rows (packed A block, ~GK_QGEMM_MC_BYTES) -> nr-wide B micro-panels
- * (stay in L1) -> mr-high A micro-panels.  K is never split: each micro-kernel call sees
- * the whole depth, so it can finish its tile (zero-point correction, requantization) in
- * registers and no int32 [M, N] intermediate ever exists. */
+ * (stay in L1) -> mr-high A micro-panels.  Up to GK_QGEMM_KCHUNK, K is never split: each
+ * micro-kernel call sees the whole depth, so it can finish its tile (zero-point
+ * correction, requantization) in registers and no int32 [M, N] intermediate exists.
+ * Deeper products run chunk by chunk (run_k_chunked). */
 #include <float.h>
 #include <string.h>
 
@@ -33,9 +34,13 @@ static int32_t load_q(const uint8_t *p, int is_signed)
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 {
     const int M = p->m, N = p->n, K = p->k;
+    if (K > GK_QGEMM_KCHUNK && M > 0 && N > 0)
+        return run_k_chunked(kern, p);
     /* Canonical u8 x s8 form, see gk_qgemm.h. */
     const uint8_t a_xor = p->a_signed ? 0x80 : 0, b_xor = p->b_signed ? 0 : 0x80;
     const int32_t a_shift = p->a_signed ? 128 : 0, b_shift = p->b_signed ? 0 : 128;
@@ -167,6 +172,60 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     }
     if (kern->end)
         kern->end();
+    gk_aligned_free(mem);
+    return 0;
+}
+
+static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+{
+    const int M = p->m, N = p->n, K = p->k, to_i32 = p->out_kind == GK_QOUT_I32;
+    /* acc: the int32 total (the output itself for MatMulInteger); part: one chunk */
+    const size_t mn = (size_t)M * (size_t)N;
+    uint32_t *mem = (uint32_t *)gk_aligned_alloc((to_i32 ? 1 : 2) * mn * sizeof(uint32_t));
+    if (!mem)
+        return -1;
+    uint32_t *part = mem, *acc = to_i32 ? (uint32_t *)p->y : mem + mn;
+    const ptrdiff_t lda = to_i32 ? p->ldy : N;
+    /* the loop leaves through the break with k0 > K - KCHUNK, so k0 + KCHUNK never
+     * passes INT_MAX */
+    for (int k0 = 0;; k0 += GK_QGEMM_KCHUNK) {
+        gk_qgemm_problem q = *p;
+        q.k = K - k0 < GK_QGEMM_KCHUNK ? K - k0 : GK_QGEMM_KCHUNK;
+        q.a = p->a + (ptrdiff_t)k0 * p->a_cs;
+        q.b = p->b + (ptrdiff_t)k0 * p->b_rs;
+        q.out_kind = GK_QOUT_I32;
+        q.y = k0 == 0 ? (void *)acc : (void *)part;
+        q.ldy = k0 == 0 ? lda : N;
+        if (gk_qgemm_run(kern, &q) != 0) {
+            gk_aligned_free(mem);
+            return -1;
+        }
+        if (k0 > 0)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++)
+                    acc[i * lda + j] += part[(size_t)i * N + j]; /* wraps mod 2**32 */
+        if (K - k0 <= GK_QGEMM_KCHUNK)
+            break;
+    }
+    if (!to_i32) {
+        /* the reference epilogue, one multiplier / output zero point at a time */
+        float mult;
+        int32_t yzp;
+        gk_qepi e;
+        memset(&e, 0, sizeof e);
+        e.kind = p->out_kind;
+        e.mult = &mult;
+        e.y_zp = &yzp;
+        e.y = p->y;
+        e.ldy = p->ldy;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                mult = gk_qmultiplier(p->a_scale[i * p->as_rs], p->b_scale[j * p->bs_cs],
+                                      p->y_scale[i * p->ys_rs + j * p->ys_cs]);
+                yzp = load_q(p->y_zp + i * p->yzp_rs + j * p->yzp_cs, p->out_kind == GK_QOUT_S8);
+                gk_qepi_store_y(&e, i, j, acc[(size_t)i * N + j]);
+            }
+    }
     gk_aligned_free(mem);
     return 0;
 }

@@ -60,37 +60,56 @@ static int int_inputs_f8_output(const gk_qgemm_kernel *kern, const gk_qgemm_prob
     return 0;
 }
 
+/* Depth rows dequantized per pass: bounds the buffers to (M + N) * FLOAT_KC floats beside
+ * the M x N accumulators, whatever K is. */
+#define FLOAT_KC 4096
+
 static int float_inputs(const gk_qgemm_problem *p)
 {
     const int M = p->m, N = p->n, K = p->k;
-    const size_t ra_n = (size_t)M * K, rb_n = (size_t)K * N;
-    float *buf = (float *)gk_aligned_alloc((ra_n + rb_n + (size_t)N) * sizeof(float));
+    const size_t mn = (size_t)M * N, ra_n = (size_t)M * FLOAT_KC, rb_n = (size_t)FLOAT_KC * N;
+    float *buf = (float *)gk_aligned_alloc((mn + ra_n + rb_n + (size_t)M + N) * sizeof(float));
     if (!buf)
         return -1;
-    float *ra = buf, *rb = buf + ra_n, *acc = rb + rb_n;
-    /* real = (float(q) - float(zp)) * scale, each step one float32 rounding */
-    for (int i = 0; i < M; i++) {
-        float zp = p->a_zp ? qvalue(p->a_zp + i * p->a_zp_rs, p->a_type) : 0.0f;
-        float s = p->a_scale[i * p->as_rs];
-        for (int kk = 0; kk < K; kk++)
-            ra[(size_t)i * K + kk] = (qvalue(p->a + i * p->a_rs + kk * p->a_cs, p->a_type) - zp) * s;
-    }
-    for (int j = 0; j < N; j++) {
-        float zp = p->b_zp ? qvalue(p->b_zp + j * p->b_zp_cs, p->b_type) : 0.0f;
-        float s = p->b_scale[j * p->bs_cs];
-        for (int kk = 0; kk < K; kk++)
-            rb[(size_t)kk * N + j] = (qvalue(p->b + kk * p->b_rs + j * p->b_cs, p->b_type) - zp) * s;
-    }
-    for (int i = 0; i < M; i++) {
-        memset(acc, 0, (size_t)N * sizeof(float));
-        for (int kk = 0; kk < K; kk++) {
-            const float av = ra[(size_t)i * K + kk];
-            const float *brow = rb + (size_t)kk * N;
-            for (int j = 0; j < N; j++)
-                acc[j] += av * brow[j];
+    float *acc = buf, *ra = acc + mn, *rb = ra + ra_n, *azp = rb + rb_n, *bzp = azp + M;
+    for (int i = 0; i < M; i++)
+        azp[i] = p->a_zp ? qvalue(p->a_zp + i * p->a_zp_rs, p->a_type) : 0.0f;
+    for (int j = 0; j < N; j++)
+        bzp[j] = p->b_zp ? qvalue(p->b_zp + j * p->b_zp_cs, p->b_type) : 0.0f;
+    memset(acc, 0, mn * sizeof(float));
+    /* Every output accumulates its products one at a time in ascending k across the
+     * passes (float32, no contraction), so the result does not depend on FLOAT_KC. */
+    /* leaves through the break with k0 > K - FLOAT_KC: k0 + FLOAT_KC never passes INT_MAX */
+    for (int k0 = 0;; k0 += FLOAT_KC) {
+        const int kc = K - k0 < FLOAT_KC ? K - k0 : FLOAT_KC;
+        /* real = (float(q) - float(zp)) * scale, each step one float32 rounding */
+        for (int i = 0; i < M; i++) {
+            const float s = p->a_scale[i * p->as_rs];
+            const uint8_t *row = p->a + i * p->a_rs + (ptrdiff_t)k0 * p->a_cs;
+            for (int kk = 0; kk < kc; kk++)
+                ra[(size_t)i * kc + kk] = (qvalue(row + kk * p->a_cs, p->a_type) - azp[i]) * s;
         }
+        for (int kk = 0; kk < kc; kk++) {
+            const uint8_t *row = p->b + (ptrdiff_t)(k0 + kk) * p->b_rs;
+            for (int j = 0; j < N; j++)
+                rb[(size_t)kk * N + j] =
+                    (qvalue(row + j * p->b_cs, p->b_type) - bzp[j]) * p->b_scale[j * p->bs_cs];
+        }
+        for (int i = 0; i < M; i++) {
+            float *arow = acc + (size_t)i * N;
+            for (int kk = 0; kk < kc; kk++) {
+                const float av = ra[(size_t)i * kc + kk];
+                const float *brow = rb + (size_t)kk * N;
+                for (int j = 0; j < N; j++)
+                    arow[j] += av * brow[j];
+            }
+        }
+        if (K - k0 <= FLOAT_KC)
+            break;
+    }
+    for (int i = 0; i < M; i++) {
         for (int j = 0; j < N; j++) {
-            float x = acc[j] / p->y_scale[i * p->ys_rs + j * p->ys_cs];
+            float x = acc[(size_t)i * N + j] / p->y_scale[i * p->ys_rs + j * p->ys_cs];
             const uint8_t *zp = p->y_zp + i * p->yzp_rs + j * p->yzp_cs;
             ptrdiff_t idx = i * p->ldy + j;
             if (is_f8(p->y_type)) {

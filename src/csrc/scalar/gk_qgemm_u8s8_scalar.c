@@ -73,6 +73,45 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
             gk_qepi_store1(epi, m0 + i, n0 + j, acc[i][j]);
 }
 
+/* Small-M path (m <= MR): B streamed once, row by row, no packing; one multiply-add per
+ * real product instead of a padded MR x NR tile, so skinny and very deep products
+ * (matrix-vector, K near the driver's depth chunk) cost O(m n k), not O(MR NR k).
+ * Column chunks of SM_NC keep the accumulators on the stack. */
+#define SM_NC 256
+
+static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                   uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor,
+                   const gk_qepi *epi)
+{
+    uint32_t acc[MR][SM_NC], colsum[SM_NC];
+    for (int n0 = 0; n0 < n; n0 += SM_NC) {
+        const int w = n - n0 < SM_NC ? n - n0 : SM_NC;
+        for (int j = 0; j < w; j++) {
+            colsum[j] = 0;
+            for (int i = 0; i < m; i++)
+                acc[i][j] = 0;
+        }
+        for (int kk = 0; kk < k; kk++) {
+            const uint8_t *brow = b + (ptrdiff_t)kk * b_rs + n0; /* b_cs == 1 */
+            for (int j = 0; j < w; j++)
+                colsum[j] += (uint32_t)(int32_t)(int8_t)(brow[j] ^ b_xor);
+            for (int i = 0; i < m; i++) {
+                const int32_t av = (uint8_t)(a[i * a_rs + (ptrdiff_t)kk * a_cs] ^ a_xor);
+                for (int j = 0; j < w; j++)
+                    acc[i][j] += (uint32_t)(av * (int32_t)(int8_t)(brow[j] ^ b_xor));
+            }
+        }
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < w; j++) {
+                const uint32_t colcorr = colsum[j] - (uint32_t)k * (uint32_t)epi->b_zp[n0 + j];
+                gk_qepi_store_y(epi, i, n0 + j,
+                                acc[i][j] - (uint32_t)epi->a_rowsum[i] * (uint32_t)epi->b_zp[n0 + j]
+                                    - (uint32_t)epi->a_zp[i] * colcorr);
+            }
+        }
+    }
+}
+
 const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
-    "scalar", MR, NR, 1, 1, 1, pack_a, pack_b, ukernel, 0, 0,
+    "scalar", MR, NR, 1, 1, 1, pack_a, pack_b, ukernel, MR, smallm,
 };

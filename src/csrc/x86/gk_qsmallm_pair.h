@@ -76,12 +76,13 @@ static inline void gk_smp_rows(const uint8_t *b, ptrdiff_t b_rs, int k, int k0, 
         rows[d] = k0 + d < k ? b + (ptrdiff_t)(k0 + d) * b_rs + c0 : gk_smp_zeros;
 }
 
-/* A partial block (cv < W columns) copied into tmp[d * W + j], zero past cv, so the
- * vector loads never read past the end of a B row. */
+/* A partial block (cv < W columns) copied into tmp[d * W + j], so the vector loads never
+ * read past the end of a B row.  tmp[d * W + j] for j >= cv must be zero already: the
+ * caller zeroes tmp once, and a call only writes the first cv bytes of each row (one
+ * run has a single tail width). */
 static inline void gk_smp_tail_copy(const uint8_t *const rows[GK_SMP_KC], int off, int cv, int W,
                                     uint8_t *tmp, const uint8_t *trows[GK_SMP_KC])
 {
-    memset(tmp, 0, (size_t)GK_SMP_KC * (size_t)W);
     for (int d = 0; d < GK_SMP_KC; d++) {
         memcpy(tmp + d * W, rows[d] + off, (size_t)cv);
         trows[d] = tmp + d * W;

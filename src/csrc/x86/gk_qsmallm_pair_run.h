@@ -37,6 +37,7 @@ static inline __attribute__((always_inline)) void gk_smp_run(
     const int vec_ok = gk_x86_epi_vector_ok(e);
     const int bu = !b_signed;
 
+    memset(tmp, 0, sizeof tmp); /* gk_smp_tail_copy's zero padding */
     for (int nc0 = 0; nc0 < n; nc0 += nc_max) {
         const int ncw = n - nc0 < nc_max ? n - nc0 : nc_max;
         const int nfull = ncw / GK_SMP_W, ldb = (ncw + GK_SMP_W - 1) / GK_SMP_W * GK_SMP_W;
