@@ -41,6 +41,8 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         ptrdiff_t yzp_rs, yzp_cs
         void *y
         ptrdiff_t ldy
+    enum:
+        GK_QGEMM_KCHUNK
     int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 
@@ -59,6 +61,9 @@ cdef enum:
     _OP_YS = 6
     _OP_YZP = 7
     _NOPS = 8
+
+# Deepest product a kernel sees; deeper ones run chunk by chunk (gk_qgemm_driver.h).
+_QGEMM_KCHUNK = GK_QGEMM_KCHUNK
 
 _F8_DTYPES = (np.dtype(_mld.float8_e4m3fn), np.dtype(_mld.float8_e4m3fnuz),
               np.dtype(_mld.float8_e5m2), np.dtype(_mld.float8_e5m2fnuz))
@@ -123,8 +128,12 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
         if _scalar_typenum(z) != tt:
             raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
                             f"got {z.dtype}")
-        cnp.PyArray_ScalarAsCtype(z, &r.value)
-        return r
+        if tt == cnp.NPY_UINT8 or tt == cnp.NPY_INT8:
+            cnp.PyArray_ScalarAsCtype(z, &r.value)
+            return r
+        # NumPy's C scalar helpers misread user-defined (ml_dtypes float8) scalars:
+        # read the value as the 0-d array it stands for.
+        z = np.asarray(z)
     if isinstance(z, int) and not isinstance(z, bool):
         if tt == cnp.NPY_UINT8:
             lo, hi = 0, 255
@@ -151,6 +160,15 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
     return r
 
 
+cdef double _py_real(v, str name) except? -1.0:
+    """A Python int/float as a C double; a ValueError (naming the argument) when it
+    does not fit."""
+    try:
+        return <double>v
+    except OverflowError:
+        raise ValueError(f"{name}={v!r} is out of range for a float32 scale") from None
+
+
 cdef inline float _check_scale_value(float v, str name, bint is_y) except? -1.0:
     if not isfinite(v) or (is_y and v == 0):
         raise ValueError(f"{name} must be finite{' and nonzero' if is_y else ''}, got {v}")
@@ -166,21 +184,26 @@ cdef _Small _scale(s, str name, bint is_y):
     r.orig = s
     r.ptr = &r.fvalue
     r.ndim = 0
-    if isinstance(s, float):
-        r.fvalue = _check_scale_value(<float>(<double>s), name, is_y)
+    if isinstance(s, float) or (isinstance(s, int) and not isinstance(s, bool)):
+        # a Python number is a weak scalar: rounded to float32 like NumPy would
+        r.fvalue = _check_scale_value(<float>_py_real(s, name), name, is_y)
         r.ndim = -1
         return r
     if isinstance(s, np.generic):
         t = _scalar_typenum(s)
         if t == cnp.NPY_FLOAT32:
             cnp.PyArray_ScalarAsCtype(s, &r.fvalue)
-        elif t == cnp.NPY_FLOAT16 or t == _BF16_NUM:
+        elif t == cnp.NPY_FLOAT16:
             cnp.PyArray_ScalarAsCtype(s, &h)
-            r.fvalue = gk_f16_to_f32(h) if t == cnp.NPY_FLOAT16 else gk_bf16_to_f32(h)
-        else:
+            r.fvalue = gk_f16_to_f32(h)
+        elif t != _BF16_NUM:
             raise TypeError(f"{name} must be float32, float16 or bfloat16, got {s.dtype}")
-        _check_scale_value(r.fvalue, name, is_y)
-        return r
+        if t != _BF16_NUM:
+            _check_scale_value(r.fvalue, name, is_y)
+            return r
+        # NumPy's C scalar helpers misread user-defined (ml_dtypes bfloat16) scalars:
+        # read the value as the 0-d array it stands for.
+        s = np.asarray(s)
     sa = _arr(s)
     r.ndim = cnp.PyArray_NDIM(sa)
     t = cnp.PyArray_TYPE(sa)
@@ -290,16 +313,23 @@ cdef int _check_batch(cnp.ndarray x, int nb, Py_ssize_t *bshape, Py_ssize_t *bst
 
 
 cdef tuple _batch_shape(cnp.ndarray a, cnp.ndarray b, str an, str bn):
+    """numpy.matmul's broadcast of the batch dims (all but the last two), for any rank
+    NumPy arrays can have (np.broadcast_shapes stops at 32)."""
     cdef int nda = cnp.PyArray_NDIM(a), ndb = cnp.PyArray_NDIM(b)
-    cdef tuple sa = _pyshape(a)[:nda - 2] if nda > 2 else ()
-    cdef tuple sb = _pyshape(b)[:ndb - 2] if ndb > 2 else ()
-    if sa == sb:
-        return sa
-    try:
-        return np.broadcast_shapes(sa, sb)
-    except ValueError:
-        raise ValueError(f"batch dimensions of {an} {_shape_str(_pyshape(a))} and {bn} "
-                         f"{_shape_str(_pyshape(b))} do not broadcast") from None
+    cdef int la = nda - 2 if nda > 2 else 0, lb = ndb - 2 if ndb > 2 else 0
+    cdef int nb = la if la > lb else lb, i
+    cdef cnp.npy_intp *sha = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp *shb = cnp.PyArray_DIMS(b)
+    cdef cnp.npy_intp da, db
+    out = [0] * nb
+    for i in range(nb):
+        da = sha[i - (nb - la)] if i >= nb - la else 1
+        db = shb[i - (nb - lb)] if i >= nb - lb else 1
+        if da != db and da != 1 and db != 1:
+            raise ValueError(f"batch dimensions of {an} {_shape_str(_pyshape(a))} and {bn} "
+                             f"{_shape_str(_pyshape(b))} do not broadcast")
+        out[i] = db if da == 1 else da
+    return tuple(out)
 
 
 # int32 outputs of at least this many elements are allocated 64-byte aligned: kernels
