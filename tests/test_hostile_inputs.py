@@ -328,3 +328,53 @@ def test_k_beyond_int32_is_a_clear_error():
     with pytest.raises(ValueError, match="K"):
         gk.qlinear_matmul(a, np.float32(1), np.uint8(0), b, np.float32(1), np.int8(0),
                           np.float32(1), np.uint8(0))
+
+
+# ----------------------------------------------------------------------------------------
+# Python numbers and other NumPy scalars as scales and zero points
+# ----------------------------------------------------------------------------------------
+
+def _ql(**kw):
+    args = dict(a=np.full((2, 3), 10, U8), a_scale=np.float32(1), a_zero_point=np.uint8(0),
+                b=np.ones((3, 2), S8), b_scale=np.float32(1), b_zero_point=np.int8(0),
+                y_scale=np.float32(1), y_zero_point=np.uint8(0))
+    args.update(kw)
+    return _gk().qlinear_matmul(**args)
+
+
+@pytest.mark.parametrize("pos", ["a_scale", "b_scale", "y_scale"])
+def test_float64_scale_scalar_rejected_like_its_0d_array(pos):
+    # np.float64 subclasses Python float, but it is a float64 value (NEP 50), not a weak
+    # Python number: rejected exactly like np.array(0.5)
+    for v in (np.float64(0.5), np.array(0.5)):
+        with pytest.raises(TypeError, match=pos):
+            _ql(**{pos: v})
+
+
+@pytest.mark.parametrize("pos", ["a_scale", "b_scale", "y_scale"])
+def test_python_numbers_are_weak_float32_scales(pos):
+    np.testing.assert_array_equal(_ql(**{pos: 2}), _ql(**{pos: np.float32(2)}))
+    np.testing.assert_array_equal(_ql(**{pos: 0.1}), _ql(**{pos: np.float32(0.1)}))
+    with pytest.raises(TypeError, match=pos):
+        _ql(**{pos: True})
+    with pytest.raises(ValueError, match=pos) as info:
+        _ql(**{pos: 10**400})
+    assert len(str(info.value)) < 200
+    with pytest.raises(ValueError, match=pos):
+        _ql(**{pos: 1e300})       # finite double, inf as float32
+
+
+def test_python_int_zero_points():
+    gk = _gk()
+    a, b = np.full((2, 3), 10, U8), np.ones((3, 2), S8)
+    np.testing.assert_array_equal(gk.matmul_integer(a, b, 3, -2),
+                                  gk.matmul_integer(a, b, np.uint8(3), np.int8(-2)))
+    for bad, exc in ((256, ValueError), (-1, ValueError), (10**400, ValueError),
+                     (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(exc, match="a_zero_point"):
+            gk.matmul_integer(a, b, bad)
+    f8 = np.ones((2, 3), ml_dtypes.float8_e4m3fn)
+    with pytest.raises(TypeError, match="a_zero_point"):
+        _ql(a=f8, a_zero_point=0)
+    with pytest.raises(TypeError, match="y_zero_point"):
+        _ql(y_zero_point=0)       # a Python int cannot fix the output dtype

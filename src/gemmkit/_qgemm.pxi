@@ -143,7 +143,7 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
             raise TypeError(f"{name} must be an array of {tname}'s dtype {tdtype}, "
                             f"got a Python int")
         if not lo <= z <= hi:
-            raise ValueError(f"{name}={z} is out of range for {tname}'s dtype {tdtype}")
+            raise ValueError(f"{name}={_short_repr(z)} is out of range for {tname}'s dtype {tdtype}")
         r.value = <uint8_t>(z & 0xff)
         r.ndim = -1
         return r
@@ -166,7 +166,12 @@ cdef double _py_real(v, str name) except? -1.0:
     try:
         return <double>v
     except OverflowError:
-        raise ValueError(f"{name}={v!r} is out of range for a float32 scale") from None
+        raise ValueError(f"{name}={_short_repr(v)} is out of range for a float32 scale") from None
+
+
+cdef str _short_repr(v):
+    cdef str r = repr(v)
+    return r if len(r) <= 40 else r[:18] + "..." + r[-18:]
 
 
 cdef inline float _check_scale_value(float v, str name, bint is_y) except? -1.0:
@@ -184,12 +189,7 @@ cdef _Small _scale(s, str name, bint is_y):
     r.orig = s
     r.ptr = &r.fvalue
     r.ndim = 0
-    if isinstance(s, float) or (isinstance(s, int) and not isinstance(s, bool)):
-        # a Python number is a weak scalar: rounded to float32 like NumPy would
-        r.fvalue = _check_scale_value(<float>_py_real(s, name), name, is_y)
-        r.ndim = -1
-        return r
-    if isinstance(s, np.generic):
+    if isinstance(s, np.generic):  # before float: np.float64 is a float subclass
         t = _scalar_typenum(s)
         if t == cnp.NPY_FLOAT32:
             cnp.PyArray_ScalarAsCtype(s, &r.fvalue)
@@ -204,6 +204,11 @@ cdef _Small _scale(s, str name, bint is_y):
         # NumPy's C scalar helpers misread user-defined (ml_dtypes bfloat16) scalars:
         # read the value as the 0-d array it stands for.
         s = np.asarray(s)
+    elif isinstance(s, float) or (isinstance(s, int) and not isinstance(s, bool)):
+        # a Python number is a weak scalar: rounded to float32 like NumPy would
+        r.fvalue = _check_scale_value(<float>_py_real(s, name), name, is_y)
+        r.ndim = -1
+        return r
     sa = _arr(s)
     r.ndim = cnp.PyArray_NDIM(sa)
     t = cnp.PyArray_TYPE(sa)
