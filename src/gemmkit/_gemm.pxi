@@ -4,6 +4,7 @@
 # Inputs are never copied: the driver gets data pointers and byte strides (negative,
 # zero or F-order all fine) and packs panels itself.  The only allocation here is Y.
 
+from libc.stdint cimport uint64_t
 import ml_dtypes as _gk_ml_dtypes
 
 cdef extern from "gemmkit/gk_gemm.h" nogil:
@@ -31,6 +32,8 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         void *y
         Py_ssize_t ldy
         double alpha, beta
+        uint64_t alpha_u64, beta_u64
+        int alpha_exact, beta_exact
     int gk_gemm(const gk_gemm_args *args)
 
 cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
@@ -196,6 +199,10 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     args.ldy = N
     args.alpha = alpha_d
     args.beta = beta_d
+    args.alpha_u64 = 0
+    args.beta_u64 = 0
+    args.alpha_exact = 0
+    args.beta_exact = 0
     with nogil:
         rc = gk_gemm(&args)
     if rc != GK_GEMM_OK:
