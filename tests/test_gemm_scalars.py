@@ -442,6 +442,57 @@ def test_integer_alpha_on_float_dtype_is_rounded(dt):
         same(gk.gemm(A, B, C, 1.0, v), gk.gemm(A, B, C, 1.0, float(v)))
 
 
+# ----------------------------------------------------------------------------- flags
+
+GOOD_FLAGS = {
+    0: [0, False, np.bool_(False), np.int8(0), np.uint64(0), np.int64(0), np.intc(0),
+        np.array(0), np.array(False), np.array(0, dtype=np.uint8), IntE.ONE - 1],
+    1: [1, True, np.bool_(True), np.int8(1), np.uint64(1), np.int64(1), np.uint16(1),
+        np.array(1), np.array(True), np.array(1, dtype=np.int32), IntE.ONE],
+}
+FLAG_TYPE_ERRORS = [1.0, 0.0, np.float64(1), np.float32(0), np.float16(1),
+                    ml_dtypes.bfloat16(1), np.array(1.0), "1", "0", b"1", None, [1], (0,),
+                    np.array([1]), np.array([[0]]), 1 + 0j, np.complex64(1),
+                    fractions.Fraction(1), decimal.Decimal(1), np.array(1, dtype=object),
+                    MyFloat(1.0)]
+FLAG_VALUE_ERRORS = [2, -1, 2**70, -(2**70), np.int64(2), np.uint64(2**64 - 1), np.int8(-1),
+                     np.array(2), np.array(-1, dtype=np.int16), IntE.THREE]
+
+
+@pytest.mark.parametrize("name", ["transA", "transB", "broadcast"])
+def test_flags_accepted(name):
+    rng = np.random.default_rng(6)
+    A = rand((3, 3), F64, rng)
+    B = rand((3, 3), F64, rng)
+    C = rand((3, 3), F64, rng)
+    for val, forms in GOOD_FLAGS.items():
+        ref = gk.gemm(A, B, C, **{name: val})
+        for form in forms:
+            same(gk.gemm(A, B, C, **{name: form}), ref)
+    # they really act: transposes / broadcast=0 rules
+    if name != "broadcast":
+        assert not np.array_equal(gk.gemm(A, B, **{name: np.True_}), gk.gemm(A, B))
+    else:
+        with pytest.raises(ValueError, match="broadcast=0"):
+            gk.gemm(A, B, C[0], broadcast=np.array(False))
+
+
+@pytest.mark.parametrize("name", ["transA", "transB", "broadcast"])
+@pytest.mark.parametrize("v", FLAG_TYPE_ERRORS, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+def test_flags_type_error(name, v):
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match=rf"{name}.*0 or 1.*{re.escape(type(v).__name__)}"):
+        gk.gemm(A, A, A, **{name: v})
+
+
+@pytest.mark.parametrize("name", ["transA", "transB", "broadcast"])
+@pytest.mark.parametrize("v", FLAG_VALUE_ERRORS, ids=lambda v: f"{type(v).__name__}:{v!r}"[:40])
+def test_flags_value_error(name, v):
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(ValueError, match=rf"{name} must be 0 or 1, got"):
+        gk.gemm(A, A, A, **{name: v})
+
+
 # ----------------------------------------------------------------------------- ONNX attributes
 
 @pytest.mark.parametrize("dt", INTS, ids=str)

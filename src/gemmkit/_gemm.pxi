@@ -121,20 +121,25 @@ cdef int _gemm_real_kind(object v) except -1:
 
 
 cdef int _gemm_flag(object v, str name) except -1:
-    if type(v) is int or type(v) is bool:  # the common case, no Python comparisons
-        if v == 0:
-            return 0
-        if v == 1:
-            return 1
-    else:
-        try:
-            if v == 0:
-                return 0
-            if v == 1:
-                return 1
-        except Exception:
-            pass
-    raise ValueError(f"gemm: {name} must be 0 or 1, got {v!r}")
+    """transA/transB/broadcast: an integer (Python, NumPy scalar or 0-d integer/bool array)
+    equal to 0 or 1.  Floats (even 1.0) and non-numbers are a TypeError."""
+    cdef object t = type(v)
+    cdef object x = v
+    cdef int k
+    if t is not int and t is not bool:  # the common case skips all of this
+        k = _gemm_real_kind(v)
+        if k == _GK_R_INT:
+            x = int(v)
+        elif k == 0 and isinstance(v, int):
+            x = int.__index__(v)  # an int subclass: its value, not an __eq__ override
+        else:
+            raise TypeError(f"gemm: {name} must be an integer 0 or 1 (Python int/bool, "
+                            f"NumPy integer/bool scalar or 0-d array), got {_gk_describe(v)}")
+    if x == 0:
+        return 0
+    if x == 1:
+        return 1
+    raise ValueError(f"gemm: {name} must be 0 or 1, got {_gk_short(v)}")
 
 
 ctypedef struct _gk_real:
@@ -215,6 +220,9 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
 
     alpha, beta: real numbers -- Python int/float/bool, NumPy integer/bool/floating scalars,
     ml_dtypes bfloat16/float8 scalars, 0-d arrays of those (anything else is a TypeError).
+    transA, transB, broadcast: integers 0 or 1 (Python int/bool, NumPy integer/bool
+    scalars or 0-d arrays; a float or other type is a TypeError, another integer a
+    ValueError).
 
     float16/bfloat16 accumulate in float32 and round once; float32/float16/bfloat16 use
     float32(alpha), float32(beta) (an int alpha/beta: rounded to float64 first, ValueError
