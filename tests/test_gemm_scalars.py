@@ -493,6 +493,96 @@ def test_flags_value_error(name, v):
         gk.gemm(A, A, A, **{name: v})
 
 
+# ----------------------------------------------------------------------------- C as a scalar
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_c_python_float_is_weak(dt):
+    A, B, _ = make(3, 2, 4, dt, "none", np.random.default_rng(9))
+    for v in (0.5, -1.25, 0.1, 1e-30, 3.3e38, 1e300, -1e300, float("inf"), float("nan"),
+              -0.0, 7, -3, True, False, 2**53 + 1, 10**300):
+        with np.errstate(all="ignore"):
+            c0 = np.array(float(v), dtype=F64).astype(dt)  # RNE from the double
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no overflow warning either
+            Y = gk.gemm(A, B, v, 1.5, 2.0)
+        same(Y, gk.gemm(A, B, c0, 1.5, 2.0))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_c_python_int_too_large_for_float64(dt):
+    A = np.ones((2, 2), dt)
+    for v in (10**400, -(10**400), 2**1024):
+        with pytest.raises(ValueError, match=r"C .*out of range"):
+            gk.gemm(A, A, v)
+
+
+@pytest.mark.parametrize("dt", INTS, ids=str)
+def test_c_python_int_is_weak(dt):
+    A, B, _ = make(3, 2, 4, dt, "none", np.random.default_rng(10))
+    info = np.iinfo(dt)
+    for v in (0, 1, -1, 7, True, False, int(info.min), int(info.max), 2**31 - 1, -2**31,
+              2**32 - 1, 2**63 - 1, 2**64 - 1):
+        if not info.min <= v <= info.max:
+            with pytest.raises(ValueError, match=rf"C = .*out of range for A's dtype {dt}"):
+                gk.gemm(A, B, v)
+            continue
+        Y = gk.gemm(A, B, v, 3, -2)
+        c0 = np.array(int(v), dtype=dt)
+        same(Y, gk.gemm(A, B, c0, 3, -2))
+        np.testing.assert_array_equal(Y, exact_oracle(A, B, c0, 3, -2))
+    for v in (int(info.min) - 1, int(info.max) + 1, 10**400):
+        with pytest.raises(ValueError, match=r"C = .*out of range"):
+            gk.gemm(A, B, v)
+    # a Python float is not an integer, even 1.0
+    for v in (1.0, 0.5, float("nan"), -0.0):
+        with pytest.raises(TypeError, match=r"C is the Python float .* integer dtype"):
+            gk.gemm(A, B, v)
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_c_numpy_scalar_of_a_dtype(dt):
+    rng = np.random.default_rng(12)
+    A, B, _ = make(3, 2, 4, dt, "none", rng)
+    c_arr = np.asarray(rand((), dt, rng))
+    c_scalar = c_arr[()]
+    assert type(c_scalar) is dt.type
+    ref = gk.gemm(A, B, c_arr, 2, 3)
+    same(gk.gemm(A, B, c_scalar, 2, 3), ref)
+    same(gk.gemm(A, B, c_arr.reshape(1, 1), 2, 3), ref)
+    same(gk.gemm(A, B, c_arr.reshape(1), 2, 3), ref)
+    if dt in INTS:
+        np.testing.assert_array_equal(ref, exact_oracle(A, B, c_arr, 2, 3))
+
+
+def test_c_bfloat16_scalar_exact():
+    A = np.ones((1, 1), BF16) * 0
+    for bits in (0x3F80, 0x3F81, 0xC2F7, 0x7F7F, 0x0001, 0xFF80, 0x7FC0):
+        s = np.array(bits, np.uint16).view(BF16)[()]
+        same(gk.gemm(A, A, s), np.array([[s]], BF16))
+        same(gk.gemm(A, A, s), gk.gemm(A, A, np.asarray(s)))
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_c_scalar_of_other_dtype_is_type_error(dt):
+    A = np.ones((2, 2), dt)
+    others = [np.float64(1.0), np.float32(1.0), np.int64(1), np.uint32(1), np.int32(1),
+              ml_dtypes.bfloat16(1), np.float16(1), np.bool_(True), np.complex64(1), 1 + 0j,
+              "1", np.int8(1)]
+    for v in others:
+        if np.asarray(v).dtype == dt:
+            continue
+        with pytest.raises(TypeError, match=r"C has dtype"):
+            gk.gemm(A, A, v)
+
+
+def test_c_scalar_with_broadcast0_is_shape_error():
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"broadcast=0.*C.*\(2, 2\)"):
+        gk.gemm(A, A, 1.0, broadcast=0)
+    with pytest.raises(ValueError, match=r"broadcast=0.*C.*\(2, 2\)"):
+        gk.gemm(A, A, np.float32(1.0), broadcast=0)
+
+
 # ----------------------------------------------------------------------------- ONNX attributes
 
 @pytest.mark.parametrize("dt", INTS, ids=str)

@@ -5,7 +5,7 @@
 # zero or F-order all fine) and packs panels itself.  The only allocation here is Y.
 
 from libc.stdint cimport uint64_t
-from libc.math cimport isinf
+from libc.math cimport isinf, fabs
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport (PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong,
                            PyLong_AsDouble)
@@ -90,6 +90,9 @@ if np.dtype(np.longdouble).itemsize > 8:
     _GK_REAL_KIND[np.longdouble] = _GK_R_LONGDOUBLE
 else:
     _GK_REAL_KIND[np.longdouble] = _GK_R_FLOAT
+
+cdef dict _GK_INT_RANGE = {GK_DT_I32: (-2**31, 2**31 - 1), GK_DT_U32: (0, 2**32 - 1),
+                           GK_DT_I64: (-2**63, 2**63 - 1), GK_DT_U64: (0, 2**64 - 1)}
 
 _GK_REAL_ACCEPTED = ("a real number (Python int/float/bool, NumPy integer/bool/floating "
                      "scalar, ml_dtypes bfloat16/float8 scalar, or a 0-d array of those)")
@@ -209,14 +212,44 @@ cdef int _gemm_real(object v, str name, bint int_dt, _gk_real *r) except -1:
     return 0
 
 
+cdef object _gemm_weak_c(object v, cnp.ndarray a, int dt):
+    """C given as a Python int/float/bool: a "weak" scalar (NEP 50), converted to A's
+    dtype.  Returns the 0-d array."""
+    cdef double d
+    cdef object dtype = (<object>a).dtype
+    if dt >= GK_DT_I32:
+        if type(v) is float:
+            raise TypeError(f"gemm: C is the Python float {v!r} but A has integer dtype "
+                            f"{dtype}; pass an int or an array of A's dtype")
+        lo, hi = _GK_INT_RANGE[dt]
+        if not (lo <= v <= hi):
+            raise ValueError(f"gemm: C = {_gk_short(v)} is out of range for A's dtype "
+                             f"{dtype} [{lo}, {hi}]")
+        return np.array(int(v), dtype)
+    if type(v) is float:
+        d = PyFloat_AS_DOUBLE(v)
+    else:
+        try:
+            d = PyLong_AsDouble(v)
+        except OverflowError:
+            raise ValueError(f"gemm: C = {_gk_short(v)} is out of range: it does not fit "
+                             f"a float64") from None
+    if dt == GK_DT_F64 or not (fabs(d) > 65504.0):  # NaN included: no overflow possible
+        return np.array(d, dtype)
+    with np.errstate(over="ignore"):  # IEEE rounding to +-inf, no warning
+        return np.array(d, dtype)
+
+
 def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     """ONNX Gemm: Y = alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
 
     A, B: 2-D arrays of one dtype (float16, ml_dtypes.bfloat16, float32, float64, int32,
     int64, uint32, uint64), any strides.  C (optional, same dtype) is unidirectionally
     broadcast to (M, N): shape (), (1,), (N,), (1, N), (M, 1), (1, 1) or (M, N); with
-    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  Returns a new C-contiguous (M, N)
-    array of A's dtype.
+    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  C may also be a NumPy scalar of A's
+    dtype, or a Python int/float/bool, which is converted to A's dtype (NEP 50 "weak"
+    scalar: a float for an integer dtype is a TypeError, an int out of the dtype's range a
+    ValueError).  Returns a new C-contiguous (M, N) array of A's dtype.
 
     alpha, beta: real numbers -- Python int/float/bool, NumPy integer/bool/floating scalars,
     ml_dtypes bfloat16/float8 scalars, 0-d arrays of those (anything else is a TypeError).
@@ -244,6 +277,7 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     cdef cnp.npy_intp dims[2]
     cdef gk_gemm_args args
     cdef int rc
+    cdef object tc
 
     a = <cnp.ndarray>A if cnp.PyArray_Check(A) else np.asarray(A)
     b = <cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B)
@@ -261,7 +295,14 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     _gemm_real(alpha, "alpha", dt >= GK_DT_I32, &ra)
     _gemm_real(beta, "beta", dt >= GK_DT_I32, &rb)
     if C is not None:
-        c = <cnp.ndarray>C if cnp.PyArray_Check(C) else np.asarray(C)
+        if cnp.PyArray_Check(C):
+            c = <cnp.ndarray>C
+        else:
+            tc = type(C)
+            if tc is float or tc is int or tc is bool:
+                c = _gemm_weak_c(C, a, dt)
+            else:  # NumPy scalars keep their dtype (np.asarray reads ml_dtypes ones exactly)
+                c = np.asarray(C)
     if c is not None and _gemm_dtype(c) != dt:
         raise TypeError(f"gemm: C has dtype {(<object>c).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
