@@ -7,9 +7,13 @@
 from libc.stdint cimport uint64_t
 from libc.math cimport isinf, fabs
 from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.long cimport (PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong,
-                           PyLong_AsDouble)
+from cpython.long cimport (PyLong_AsLongLongAndOverflow, PyLong_AsLongAndOverflow,
+                           PyLong_AsUnsignedLongLong, PyLong_AsDouble)
 import ml_dtypes as _gk_ml_dtypes
+
+cdef extern from "numpy/arrayscalars.h":
+    ctypedef struct PyFloatScalarObject:  # np.float32 (NumPy's own; never an ml_dtypes one)
+        float obval
 
 cdef extern from "gemmkit/gk_gemm.h" nogil:
     enum:
@@ -123,13 +127,27 @@ cdef int _gemm_real_kind(object v) except -1:
     return 0 if k is None else <int>k
 
 
-cdef int _gemm_flag(object v, str name) except -1:
+cdef inline int _gemm_flag(object v, str name) except -1:
     """transA/transB/broadcast: an integer (Python, NumPy scalar or 0-d integer/bool array)
     equal to 0 or 1.  Floats (even 1.0) and non-numbers are a TypeError."""
+    cdef int ovf = 0
+    cdef long x
+    if v is False:  # the common cases: pointer compares and a compact int
+        return 0
+    if v is True:
+        return 1
+    if type(v) is int:
+        x = PyLong_AsLongAndOverflow(v, &ovf)
+        if ovf == 0 and (x == 0 or x == 1):
+            return <int>x
+    return _gemm_flag_slow(v, name)
+
+
+cdef int _gemm_flag_slow(object v, str name) except -1:
     cdef object t = type(v)
     cdef object x = v
     cdef int k
-    if t is not int and t is not bool:  # the common case skips all of this
+    if t is not int and t is not bool:
         k = _gemm_real_kind(v)
         if k == _GK_R_INT:
             x = int(v)
@@ -182,17 +200,35 @@ cdef int _gemm_real_int(object v, str name, bint int_dt, _gk_real *r) except -1:
     return 0
 
 
-cdef int _gemm_real(object v, str name, bint int_dt, _gk_real *r) except -1:
+cdef object _GK_NP_F32 = np.float32
+cdef object _GK_NP_F64 = np.float64
+
+
+cdef inline int _gemm_real(object v, str name, bint int_dt, _gk_real *r) except -1:
     """Reads alpha/beta into r (see _GK_REAL_KIND for what is accepted)."""
     cdef object t = type(v)
-    cdef int k
+    cdef int ovf = 0
+    cdef long long x
     r.exact = 0
-    if t is float:
+    if t is float or t is _GK_NP_F64:  # np.float64 is a float subclass
         r.d = PyFloat_AS_DOUBLE(v)
         return 0
     if t is int or t is bool:
+        x = PyLong_AsLongLongAndOverflow(v, &ovf)
+        if ovf == 0:  # as in _gemm_real_int
+            r.d = <double>x
+            r.u = <uint64_t>x
+            r.exact = int_dt
+            return 0
         return _gemm_real_int(v, name, int_dt, r)
-    k = _gemm_real_kind(v)
+    if t is _GK_NP_F32:  # exact widening
+        r.d = (<PyFloatScalarObject *>v).obval
+        return 0
+    return _gemm_real_slow(v, name, int_dt, r)
+
+
+cdef int _gemm_real_slow(object v, str name, bint int_dt, _gk_real *r) except -1:
+    cdef int k = _gemm_real_kind(v)
     if k == _GK_R_FLOAT:
         r.d = float(v)  # exact; ml_dtypes scalars/arrays through their own conversion
     elif k == _GK_R_INT:
