@@ -99,12 +99,21 @@ typedef struct gk_gemm_kernel {
  *   float16/bfloat16/float32: used as (float)alpha, (float)beta;  float64: as given.
  *   integer types: if alpha is integral and (C unused or beta integral), both are reduced
  *   exactly modulo 2**bits and the result is exact modular arithmetic (like NumPy's
- *   integer ops).  Otherwise (the onnx reference's float path):
+ *   integer ops).  An integral value is either alpha_exact (alpha_u64 holds it modulo
+ *   2**64, so integers beyond 2**53 -- e.g. 2**64 - 1 -- lose nothing) or an integral
+ *   double alpha (its exact value modulo 2**bits).  Otherwise (the onnx reference's float
+ *   path):
  *       Y = cast(double(dot) * alpha + double(C) * beta)     [the "+ C" term only if C used]
  *   where dot is the wrapped integer dot product read as the element type, and
  *   cast = gk_gemm_f64_to_int: truncate toward zero, then wrap modulo 2**bits; NaN and
  *   +-inf give 0.  (In range this is exactly NumPy's astype; out of range NumPy's result
- *   is platform- and loop-dependent, ours is defined.) */
+ *   is platform- and loop-dependent, ours is defined.)
+ *   The double alpha/beta must always be set: it is what the float types and the float
+ *   path use, and "beta == 0" (C never read) is decided on it.
+ * alpha_exact, beta_exact (integer types only; float types ignore them): nonzero when the
+ *   caller had an integer value (a Python or NumPy int); alpha_u64/beta_u64 is then that
+ *   integer modulo 2**64 (32-bit types use the low 32 bits) and alpha/beta must be its
+ *   double rounding (zero exactly when the integer is zero). */
 typedef struct gk_gemm_args {
     int dtype;
     ptrdiff_t m, n, k;
@@ -117,6 +126,8 @@ typedef struct gk_gemm_args {
     void *y;
     ptrdiff_t ldy;
     double alpha, beta;
+    uint64_t alpha_u64, beta_u64;
+    int alpha_exact, beta_exact;
 } gk_gemm_args;
 
 /* The scalar families (src/csrc/scalar/gk_gemm_*_scalar.c), always present. */

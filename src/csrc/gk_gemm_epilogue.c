@@ -41,10 +41,16 @@ void gk_gemm_epi_init(gk_gemm_epi *e, const gk_gemm_args *g)
     else
         e->use_c = g->c != NULL && g->beta != 0.0;
     if (dt >= GK_DT_I32) {
-        e->int_float_path = !is_integral(g->alpha) || (e->use_c && !is_integral(g->beta));
+        /* an exact integer's double is integral too; testing the flag first says so */
+        const int alpha_integral = g->alpha_exact || is_integral(g->alpha);
+        const int beta_integral = g->beta_exact || is_integral(g->beta);
+        e->int_float_path = !alpha_integral || (e->use_c && !beta_integral);
         if (!e->int_float_path) {
-            e->alpha_u = gk_gemm_f64_to_u64_mod(g->alpha); /* exact: alpha is integral */
-            e->beta_u = e->use_c ? gk_gemm_f64_to_u64_mod(g->beta) : 0;
+            /* both exact: the caller's integer modulo 2**64, or an integral double's
+             * exact value modulo 2**64 */
+            e->alpha_u = g->alpha_exact ? g->alpha_u64 : gk_gemm_f64_to_u64_mod(g->alpha);
+            e->beta_u = !e->use_c ? 0
+                        : g->beta_exact ? g->beta_u64 : gk_gemm_f64_to_u64_mod(g->beta);
         }
     }
     e->c = (const char *)g->c;

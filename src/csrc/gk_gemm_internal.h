@@ -16,7 +16,8 @@ typedef struct gk_gemm_epi {
     int int_float_path;       /* integer dtypes only */
     float alpha_f, beta_f;    /* float16/bfloat16/float32 */
     double alpha_d, beta_d;   /* float64, and the integer float path */
-    uint64_t alpha_u, beta_u; /* integer exact path, reduced modulo 2**64 */
+    uint64_t alpha_u, beta_u; /* integer exact path, reduced modulo 2**64 (the caller's
+                               * integer, or an integral double's exact value) */
     const char *c;
     ptrdiff_t c_rs, c_cs;     /* bytes */
     char *y;

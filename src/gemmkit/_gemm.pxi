@@ -4,7 +4,16 @@
 # Inputs are never copied: the driver gets data pointers and byte strides (negative,
 # zero or F-order all fine) and packs panels itself.  The only allocation here is Y.
 
+from libc.stdint cimport uint64_t
+from libc.math cimport isinf, fabs
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport (PyLong_AsLongLongAndOverflow, PyLong_AsLongAndOverflow,
+                           PyLong_AsUnsignedLongLong, PyLong_AsDouble)
 import ml_dtypes as _gk_ml_dtypes
+
+cdef extern from "numpy/arrayscalars.h":
+    ctypedef struct PyFloatScalarObject:  # np.float32 (NumPy's own; never an ml_dtypes one)
+        float obval
 
 cdef extern from "gemmkit/gk_gemm.h" nogil:
     enum:
@@ -31,6 +40,8 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         void *y
         Py_ssize_t ldy
         double alpha, beta
+        uint64_t alpha_u64, beta_u64
+        int alpha_exact, beta_exact
     int gk_gemm(const gk_gemm_args *args)
 
 cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
@@ -59,30 +70,210 @@ cdef int _gemm_dtype(cnp.ndarray x):
     return -1
 
 
-cdef int _gemm_flag(object v, str name) except -1:
-    if type(v) is int or type(v) is bool:  # the common case, no Python comparisons
-        if v == 0:
+# ---- scalar arguments ------------------------------------------------------------------
+#
+# What counts as a real number (alpha, beta) or a 0/1 flag (transA, transB, broadcast):
+# Python int/bool/float (and their subclasses, read through the C value, never a __float__
+# override), the NumPy integer/bool/floating scalars, the ml_dtypes float scalars gemmkit
+# supports, and 0-d arrays of those dtypes.  The table maps a scalar type (or a 0-d array's
+# dtype.type) to how its value is read; anything not in it is a TypeError -- str, bytes,
+# complex, None, lists, object arrays, Fraction, Decimal, other ml_dtypes.
+cdef enum:
+    _GK_R_INT = 1     # integer-valued: int(v) is exact (NumPy ints, np.bool_)
+    _GK_R_FLOAT = 2   # float(v) is exact (float16/32/64; bfloat16/float8 via their __float__)
+    _GK_R_LONGDOUBLE = 3  # extended precision: rounded to float64 (ValueError if it overflows)
+
+cdef dict _GK_REAL_KIND = {np.bool_: _GK_R_INT}
+for _gk_ch in np.typecodes["AllInteger"]:
+    _GK_REAL_KIND[np.dtype(_gk_ch).type] = _GK_R_INT
+for _gk_t in (np.float16, np.float32, np.float64, _gk_ml_dtypes.bfloat16,
+              _gk_ml_dtypes.float8_e4m3fn, _gk_ml_dtypes.float8_e4m3fnuz,
+              _gk_ml_dtypes.float8_e5m2, _gk_ml_dtypes.float8_e5m2fnuz):
+    _GK_REAL_KIND[_gk_t] = _GK_R_FLOAT
+if np.dtype(np.longdouble).itemsize > 8:
+    _GK_REAL_KIND[np.longdouble] = _GK_R_LONGDOUBLE
+else:
+    _GK_REAL_KIND[np.longdouble] = _GK_R_FLOAT
+
+cdef dict _GK_INT_RANGE = {GK_DT_I32: (-2**31, 2**31 - 1), GK_DT_U32: (0, 2**32 - 1),
+                           GK_DT_I64: (-2**63, 2**63 - 1), GK_DT_U64: (0, 2**64 - 1)}
+
+_GK_REAL_ACCEPTED = ("a real number (Python int/float/bool, NumPy integer/bool/floating "
+                     "scalar, ml_dtypes bfloat16/float8 scalar, or a 0-d array of those)")
+
+
+cdef str _gk_short(object v):
+    """repr(v), cut to fit an error message (and never raising: huge ints can't repr)."""
+    try:
+        r = repr(v)
+    except Exception:
+        return f"<{type(v).__name__} without repr>"
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+cdef str _gk_describe(object v):
+    """What the caller passed: its type and value (shape and dtype for arrays)."""
+    if cnp.PyArray_Check(v):
+        return f"{type(v).__name__} of shape {(<object>v).shape} and dtype {(<object>v).dtype}"
+    return f"{type(v).__name__} {_gk_short(v)}"
+
+
+cdef int _gemm_real_kind(object v) except -1:
+    """_GK_R_* for a real number v (a 0-d array reads as its dtype's scalar), 0 otherwise:
+    v is then a Python int/float subclass when isinstance says so, else not a real."""
+    k = _GK_REAL_KIND.get(type(v))
+    if k is None and cnp.PyArray_Check(v) and cnp.PyArray_NDIM(v) == 0:
+        k = _GK_REAL_KIND.get((<object>v).dtype.type)
+    return 0 if k is None else <int>k
+
+
+cdef inline int _gemm_flag(object v, str name) except -1:
+    """transA/transB/broadcast: an integer (Python, NumPy scalar or 0-d integer/bool array)
+    equal to 0 or 1.  Floats (even 1.0) and non-numbers are a TypeError."""
+    cdef int ovf = 0
+    cdef long x
+    if v is False:  # the common cases: pointer compares and a compact int
+        return 0
+    if v is True:
+        return 1
+    if type(v) is int:
+        x = PyLong_AsLongAndOverflow(v, &ovf)
+        if ovf == 0 and (x == 0 or x == 1):
+            return <int>x
+    return _gemm_flag_slow(v, name)
+
+
+cdef int _gemm_flag_slow(object v, str name) except -1:
+    cdef object t = type(v)
+    cdef object x = v
+    cdef int k
+    if t is not int and t is not bool:
+        k = _gemm_real_kind(v)
+        if k == _GK_R_INT:
+            x = int(v)
+        elif k == 0 and isinstance(v, int):
+            x = int.__index__(v)  # an int subclass: its value, not an __eq__ override
+        else:
+            raise TypeError(f"gemm: {name} must be an integer 0 or 1 (Python int/bool, "
+                            f"NumPy integer/bool scalar or 0-d array), got {_gk_describe(v)}")
+    if x == 0:
+        return 0
+    if x == 1:
+        return 1
+    raise ValueError(f"gemm: {name} must be 0 or 1, got {_gk_short(v)}")
+
+
+ctypedef struct _gk_real:
+    double d          # the value rounded to float64 (what float dtypes and the float path use)
+    uint64_t u        # integer dtypes, exact != 0: the integer value modulo 2**64
+    int exact
+
+
+cdef int _gemm_real_int(object v, str name, bint int_dt, _gk_real *r) except -1:
+    """v: a Python int (or subclass).  Integer dtypes: exact, in [-2**63, 2**64 - 1]."""
+    cdef int ovf = 0
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &ovf)
+    if ovf == 0:
+        r.d = <double>x  # correctly rounded (RNE) like float(v)
+        r.u = <uint64_t>x  # two's complement: x modulo 2**64
+        r.exact = int_dt
+        return 0
+    if int_dt:
+        if ovf > 0:
+            try:
+                r.u = PyLong_AsUnsignedLongLong(v)
+            except OverflowError:
+                pass
+            else:
+                r.d = PyLong_AsDouble(v)
+                r.exact = 1
+                return 0
+        raise ValueError(f"gemm: {name} = {_gk_short(v)} is out of range: an integer "
+                         f"{name} on an integer dtype must lie in [-2**63, 2**64 - 1] (it "
+                         f"is applied modulo 2**bits)")
+    try:
+        r.d = PyLong_AsDouble(v)
+    except OverflowError:
+        raise ValueError(f"gemm: {name} = {_gk_short(v)} is out of range: it does not "
+                         f"fit a float64") from None
+    r.exact = 0
+    return 0
+
+
+cdef object _GK_NP_F32 = np.float32
+cdef object _GK_NP_F64 = np.float64
+
+
+cdef inline int _gemm_real(object v, str name, bint int_dt, _gk_real *r) except -1:
+    """Reads alpha/beta into r (see _GK_REAL_KIND for what is accepted)."""
+    cdef object t = type(v)
+    cdef int ovf = 0
+    cdef long long x
+    r.exact = 0
+    if t is float or t is _GK_NP_F64:  # np.float64 is a float subclass
+        r.d = PyFloat_AS_DOUBLE(v)
+        return 0
+    if t is int or t is bool:
+        x = PyLong_AsLongLongAndOverflow(v, &ovf)
+        if ovf == 0:  # as in _gemm_real_int
+            r.d = <double>x
+            r.u = <uint64_t>x
+            r.exact = int_dt
             return 0
-        if v == 1:
-            return 1
+        return _gemm_real_int(v, name, int_dt, r)
+    if t is _GK_NP_F32:  # exact widening
+        r.d = (<PyFloatScalarObject *>v).obval
+        return 0
+    return _gemm_real_slow(v, name, int_dt, r)
+
+
+cdef int _gemm_real_slow(object v, str name, bint int_dt, _gk_real *r) except -1:
+    cdef int k = _gemm_real_kind(v)
+    if k == _GK_R_FLOAT:
+        r.d = float(v)  # exact; ml_dtypes scalars/arrays through their own conversion
+    elif k == _GK_R_INT:
+        return _gemm_real_int(int(v), name, int_dt, r)
+    elif k == _GK_R_LONGDOUBLE:
+        with np.errstate(over="ignore"):
+            r.d = float(np.float64(v))  # one RNE rounding
+        if isinf(r.d) and not np.isinf(v):
+            raise ValueError(f"gemm: {name} = {_gk_describe(v)} is out of range: it does "
+                             f"not fit a float64")
+    elif isinstance(v, float):
+        r.d = PyFloat_AS_DOUBLE(v)
+    elif isinstance(v, int):
+        return _gemm_real_int(v, name, int_dt, r)
+    else:
+        raise TypeError(f"gemm: {name} must be {_GK_REAL_ACCEPTED}, got {_gk_describe(v)}")
+    return 0
+
+
+cdef object _gemm_weak_c(object v, cnp.ndarray a, int dt):
+    """C given as a Python int/float/bool: a "weak" scalar (NEP 50), converted to A's
+    dtype.  Returns the 0-d array."""
+    cdef double d
+    cdef object dtype = (<object>a).dtype
+    if dt >= GK_DT_I32:
+        if type(v) is float:
+            raise TypeError(f"gemm: C is the Python float {v!r} but A has integer dtype "
+                            f"{dtype}; pass an int or an array of A's dtype")
+        lo, hi = _GK_INT_RANGE[dt]
+        if not (lo <= v <= hi):
+            raise ValueError(f"gemm: C = {_gk_short(v)} is out of range for A's dtype "
+                             f"{dtype} [{lo}, {hi}]")
+        return np.array(int(v), dtype)
+    if type(v) is float:
+        d = PyFloat_AS_DOUBLE(v)
     else:
         try:
-            if v == 0:
-                return 0
-            if v == 1:
-                return 1
-        except Exception:
-            pass
-    raise ValueError(f"gemm: {name} must be 0 or 1, got {v!r}")
-
-
-cdef double _gemm_real(object v, str name) except? -1.0:
-    if type(v) is float:
-        return <double>v
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise TypeError(f"gemm: {name} must be a real number, got {type(v).__name__} {v!r}") from None
+            d = PyLong_AsDouble(v)
+        except OverflowError:
+            raise ValueError(f"gemm: C = {_gk_short(v)} is out of range: it does not fit "
+                             f"a float64") from None
+    if dt == GK_DT_F64 or not (fabs(d) > 65504.0):  # NaN included: no overflow possible
+        return np.array(d, dtype)
+    with np.errstate(over="ignore"):  # IEEE rounding to +-inf, no warning
+        return np.array(d, dtype)
 
 
 def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
@@ -91,13 +282,24 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     A, B: 2-D arrays of one dtype (float16, ml_dtypes.bfloat16, float32, float64, int32,
     int64, uint32, uint64), any strides.  C (optional, same dtype) is unidirectionally
     broadcast to (M, N): shape (), (1,), (N,), (1, N), (M, 1), (1, 1) or (M, N); with
-    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  Returns a new C-contiguous (M, N)
-    array of A's dtype.
+    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  C may also be a NumPy scalar of A's
+    dtype, or a Python int/float/bool, which is converted to A's dtype (NEP 50 "weak"
+    scalar: a float for an integer dtype is a TypeError, an int out of the dtype's range a
+    ValueError).  Returns a new C-contiguous (M, N) array of A's dtype.
+
+    alpha, beta: real numbers -- Python int/float/bool, NumPy integer/bool/floating scalars,
+    ml_dtypes bfloat16/float8 scalars, 0-d arrays of those (anything else is a TypeError).
+    transA, transB, broadcast: integers 0 or 1 (Python int/bool, NumPy integer/bool
+    scalars or 0-d arrays; a float or other type is a TypeError, another integer a
+    ValueError).
 
     float16/bfloat16 accumulate in float32 and round once; float32/float16/bfloat16 use
-    float32(alpha), float32(beta).  alpha * (A' @ B') is computed literally (alpha = 0
-    with inf in A gives NaN).  beta == 0 means C is not read.  Integer types with integral
-    alpha/beta are exact modulo 2**bits; otherwise (the onnx reference) Y =
+    float32(alpha), float32(beta) (an int alpha/beta: rounded to float64 first, ValueError
+    beyond its range).  alpha * (A' @ B') is computed literally (alpha = 0 with inf in A
+    gives NaN).  beta == 0 means C is not read.  Integer types with integral alpha/beta
+    are exact modulo 2**bits: an integer alpha/beta (in [-2**63, 2**64 - 1], else
+    ValueError) is applied exactly, an integral float by its exact value; otherwise (a
+    non-integral alpha, or C used with a non-integral beta: the onnx reference) Y =
     cast(float64(A' @ B' wrapped) * alpha + float64(C) * beta), where cast truncates toward
     zero and wraps modulo 2**bits (NaN/inf -> 0).
     """
@@ -105,18 +307,16 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     cdef int ta = _gemm_flag(transA, "transA")
     cdef int tb = _gemm_flag(transB, "transB")
     cdef int bc = _gemm_flag(broadcast, "broadcast")
-    cdef double alpha_d = _gemm_real(alpha, "alpha")
-    cdef double beta_d = _gemm_real(beta, "beta")
+    cdef _gk_real ra, rb
     cdef int dt, dtc
     cdef Py_ssize_t M, N, K, Kb, cm, cn
     cdef cnp.npy_intp dims[2]
     cdef gk_gemm_args args
     cdef int rc
+    cdef object tc
 
     a = <cnp.ndarray>A if cnp.PyArray_Check(A) else np.asarray(A)
     b = <cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B)
-    if C is not None:
-        c = <cnp.ndarray>C if cnp.PyArray_Check(C) else np.asarray(C)
 
     # ---- dtypes (TypeError) ----
     dt = _gemm_dtype(a)
@@ -126,6 +326,19 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     if _gemm_dtype(b) != dt:
         raise TypeError(f"gemm: B has dtype {(<object>b).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
+    # alpha/beta are read knowing A's dtype: integers are exact (and range-checked) for
+    # integer dtypes, rounded to float64 for float dtypes
+    _gemm_real(alpha, "alpha", dt >= GK_DT_I32, &ra)
+    _gemm_real(beta, "beta", dt >= GK_DT_I32, &rb)
+    if C is not None:
+        if cnp.PyArray_Check(C):
+            c = <cnp.ndarray>C
+        else:
+            tc = type(C)
+            if tc is float or tc is int or tc is bool:
+                c = _gemm_weak_c(C, a, dt)
+            else:  # NumPy scalars keep their dtype (np.asarray reads ml_dtypes ones exactly)
+                c = np.asarray(C)
     if c is not None and _gemm_dtype(c) != dt:
         raise TypeError(f"gemm: C has dtype {(<object>c).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
@@ -194,8 +407,12 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     args.b_cs = cnp.PyArray_STRIDE(b, 1 - tb)
     args.y = cnp.PyArray_DATA(y)
     args.ldy = N
-    args.alpha = alpha_d
-    args.beta = beta_d
+    args.alpha = ra.d
+    args.beta = rb.d
+    args.alpha_u64 = ra.u if ra.exact else 0
+    args.beta_u64 = rb.u if rb.exact else 0
+    args.alpha_exact = ra.exact
+    args.beta_exact = rb.exact
     with nogil:
         rc = gk_gemm(&args)
     if rc != GK_GEMM_OK:
