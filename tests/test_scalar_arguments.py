@@ -60,9 +60,9 @@ def scale_value(draw, dtype):
     return float(np.array(v, dtype=dtype).astype(np.float64))
 
 
-def _call(fn, *args):
+def _call(fn, *args, **kwargs):
     try:
-        return fn(*args), None
+        return fn(*args, **kwargs), None
     except (TypeError, ValueError) as exc:
         return None, type(exc)
 
@@ -155,3 +155,73 @@ def test_qlinear_scale_alone_in_a_scalar_form(sdt, pos, form, data):
                      zps[2])
 
     _same(run(scales), run(ref))
+
+
+GEMM_DTYPES = [np.dtype(d) for d in (np.float16, np.float32, np.float64, np.int32,
+                                     np.int64, np.uint32, np.uint64)] + [BF16]
+REAL_DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.uint8, np.int16, np.uint16,
+                                     np.int32, np.uint32, np.int64, np.uint64, np.float16,
+                                     np.float32, np.float64)] + [BF16] + F8
+
+
+@st.composite
+def real_value(draw, dtype):
+    """A value exactly representable in `dtype` (NaN/inf sometimes, for float types)."""
+    if dtype == np.dtype(np.bool_):
+        return draw(st.booleans())
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return draw(st.one_of(st.integers(-3, 3).filter(lambda v: info.min <= v),
+                              st.integers(int(info.min), int(info.max))))
+    if dtype in F8:
+        return float(draw(st.sampled_from(list(_codes(dtype)))))
+    if dtype == BF16:
+        return float(np.array(draw(st.floats(-1e3, 1e3)), dtype))
+    return float(np.array(draw(st.floats(allow_nan=True, allow_infinity=True, width=16
+                                         if dtype.itemsize == 2 else 32)), dtype))
+
+
+def _python(value, dtype):
+    return bool(value) if dtype.kind == "b" else int(value) if dtype.kind in "iu" else \
+        float(value)
+
+
+def _gemm_tensor(rng, shape, dt):
+    if dt.kind in "iu":
+        return rng.integers(0 if dt.kind == "u" else -50, 50, shape).astype(dt)
+    return rng.integers(-8, 9, shape).astype(np.float32).astype(dt)
+
+
+@settings(max_examples=examples(200))
+@given(dt=st.sampled_from(GEMM_DTYPES), pos=st.sampled_from(["alpha", "beta"]),
+       vdt=st.sampled_from(REAL_DTYPES), form=st.sampled_from(FORMS), data=st.data())
+def test_gemm_alpha_beta_forms(dt, pos, vdt, form, data):
+    """alpha/beta as a NumPy scalar or 0-d array of any real dtype equals the Python number
+    of the same value (a (1,) array is not a real number: TypeError in every case)."""
+    gk = _gk()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a, b, c = _gemm_tensor(rng, (3, 4), dt), _gemm_tensor(rng, (4, 2), dt), \
+        _gemm_tensor(rng, (3, 2), dt)
+    v = data.draw(real_value(vdt))
+    kw = {"alpha": 1.5 if dt.kind == "f" or dt == BF16 else 3, "beta": -2}
+
+    def run(x):
+        return _call(gk.gemm, a, b, c, **{**kw, pos: x})
+
+    with np.errstate(all="ignore"):
+        _same(run(as_form(v, vdt, form)), run(_python(v, vdt)))
+        assert run(as_form(v, vdt, "array_1"))[1] is TypeError
+
+
+@settings(max_examples=examples(120))
+@given(dt=st.sampled_from(GEMM_DTYPES), form=st.sampled_from(FORMS), data=st.data())
+def test_gemm_c_forms(dt, form, data):
+    """C as a NumPy scalar or 0-d array of A's dtype equals C as a (1,) array."""
+    gk = _gk()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a, b = _gemm_tensor(rng, (2, 5), dt), _gemm_tensor(rng, (5, 3), dt)
+    v = data.draw(real_value(dt))
+    beta = data.draw(st.sampled_from([0, 1, 2]))
+    with np.errstate(all="ignore"):
+        _same(_call(gk.gemm, a, b, as_form(v, dt, form), 1, beta),
+              _call(gk.gemm, a, b, as_form(v, dt, "array_1"), 1, beta))
