@@ -98,9 +98,6 @@ def test_onnx_node_case_int(isa, case):
 
 @pytest.mark.parametrize("case", GEMM_CASES, ids=[c.name for c in GEMM_CASES])
 def test_onnx_node_case_gemm(case):
-    import gemmkit
-    if not hasattr(gemmkit, "gemm"):
-        pytest.skip("gemmkit.gemm is not in this build yet")
     _run_case(case)
 
 
@@ -157,15 +154,8 @@ def test_run_node_qlinear_matmul_opset10_rejects_float8_and_half_scales(isa):
     np.testing.assert_array_equal(y, np.full((2, 2), 3, np.int8))
 
 
-def _gemm_or_skip():
-    import gemmkit
-    if not hasattr(gemmkit, "gemm"):
-        pytest.skip("gemmkit.gemm is not in this build yet")
-
-
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_run_node_gemm_attributes(trans_a, trans_b):
-    _gemm_or_skip()
     from gemmkit.onnx_ops import run_node
     rng = np.random.default_rng(1)
     a = rng.standard_normal((5, 7) if not trans_a else (7, 5)).astype(np.float32)
@@ -182,7 +172,6 @@ def test_run_node_gemm_attributes(trans_a, trans_b):
 
 
 def test_run_node_gemm_optional_c_omitted():
-    _gemm_or_skip()
     from gemmkit.onnx_ops import run_node
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -194,7 +183,6 @@ def test_run_node_gemm_optional_c_omitted():
 
 
 def test_run_node_gemm_opset6_broadcast_default_is_off():
-    _gemm_or_skip()
     from gemmkit.onnx_ops import run_node
     a = np.ones((2, 3), np.float32)
     b = np.ones((3, 4), np.float32)
