@@ -4,6 +4,7 @@ Same inputs, one process, interleaved repetitions, medians; one thread everywher
 
     python benchmarks/bench_gemm.py            # Gemm per dtype + small-call overhead
     python benchmarks/bench_gemm.py --quick
+    python benchmarks/bench_gemm.py --sizes 32,96     # chosen n for the n^3 cases
 
 NumPy's integer and float16 matmuls have no BLAS behind them; bfloat16 has no NumPy
 matmul at all (compared through a float32 round trip instead, marked *).
@@ -41,6 +42,18 @@ def timed(fns, budget):
     return [statistics.median(r) for r in res]
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
 def ort_gemm(dtype):
     try:
         import onnxruntime as ort
@@ -66,9 +79,16 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=0.5)
+    ap.add_argument("--sizes", default=None, metavar="N,...",
+                    help="the n of the n^3 cases instead of the default ones")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [64, 256] if args.quick else [64, 256, 512]
+    if args.sizes:
+        sizes = [int(v) for v in args.sizes.split(",")]
+    info = gk.cpu_info()
+    print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit int8 path "
+          f"{info['isa']}")
     print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; one thread; medians")
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "
            f"{'ort':>10s} {'ratio':>7s}")

@@ -2,11 +2,15 @@
 
 onnxruntime runs single-node InferenceSessions (intra_op_num_threads=1, B as a graph input,
 so neither side can pre-pack B across calls).  Repetitions of the two are interleaved and
-the median is reported, because the machine is shared and noisy.
+the median is reported, because the machine is shared and noisy.  Where the two outputs
+differ, both are compared with the exact oracle (tests/oracles.py) and the row says which
+one is off: onnxruntime's pre-VNNI x86 kernels (AVX2 / SSE4.1, e.g. Zen 2) add u8 x s8
+pairs in a saturating int16 lane, so there its u8s8 rows time an inexact computation.
 
     python benchmarks/bench_int8.py                 # the issue's table on the best path
     python benchmarks/bench_int8.py --paths all     # every usable gemmkit path
     python benchmarks/bench_int8.py --quick         # a few cases, fast
+    python benchmarks/bench_int8.py --shapes 64x64x64,1x256x256   # chosen M x K x N
 """
 import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # NumPy's BLAS threads spin on the other core
@@ -19,6 +23,9 @@ import numpy as np
 
 import gemmkit as gk
 from gemmkit import _core
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import oracles  # noqa: E402  (the exact references the test suite uses)
 
 # The instruction each path is bound by, as measured by tests/c/bench_peak_x86.c:
 # tdpbusd, vpdpbusd zmm / ymm, and the exact int16 sequence of the pre-VNNI paths
@@ -122,6 +129,36 @@ def time_pair(f_gk, f_ort, budget):
     return statistics.median(tg), statistics.median(to)
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def judge(y_gk, y_ort, want):
+    """The note for a row where gemmkit and onnxruntime differ: which one is not exact."""
+    def off(y):
+        if y.shape != want.shape:
+            return f"shape {y.shape}"
+        bad = y != want
+        if not bad.any():
+            return None
+        d = np.abs(y.astype(np.int64) - want.astype(np.int64)).max()
+        return f"{int(bad.sum())}/{bad.size} off by <= {int(d)}"
+    notes = []
+    if off(y_gk):
+        notes.append(f"GEMMKIT WRONG: {off(y_gk)}")
+    if off(y_ort):
+        notes.append(f"ort inexact: {off(y_ort)}")
+    return " (" + "; ".join(notes) + ")"
+
+
 def rerun_without_amx(argv):
     import subprocess
     import tempfile
@@ -145,8 +182,10 @@ def main(argv=None):
     ap.add_argument("--no-qlinear", action="store_true")
     ap.add_argument("--peak", action="append", default=[], metavar="PATH=GOPS",
                     help="one core's peak GOP/s for a path's instruction, for the %%peak "
-                         "column (repeatable); defaults: best of several runs of "
-                         "`bash tests/c/run_native.sh bench` on the dev machine")
+                         "column (repeatable); by default each usable path's peak is "
+                         "measured on this CPU just before its row")
+    ap.add_argument("--shapes", default=None, metavar="MxKxN,...",
+                    help="the cases to run instead of the default table")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
     ap.add_argument("--no-amx", action="store_true",
                     help="Linux: refuse AMX to every library in the process (gemmkit and "
@@ -160,7 +199,13 @@ def main(argv=None):
     avail = gk.cpu_info()["available"]
     paths = ([avail[0]] if args.paths == "best" else avail if args.paths == "all"
              else args.paths.split(","))
+    missing = [p for p in paths if p not in avail]
+    if missing:
+        ap.error(f"--paths {','.join(missing)}: not usable on this CPU; usable here: "
+                 f"{','.join(avail)}")
     shapes = QUICK_SHAPES if args.quick else SHAPES
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rng = np.random.default_rng(0)
     fixed = {}
     for item in args.peak:
@@ -169,6 +214,8 @@ def main(argv=None):
     peaks = Peaks(fixed)
     if "GK_BENCH_NO_AMX" in os.environ:
         print("AMX refused to every library in this process (--no-amx)")
+    print(f"CPU: {cpu_name()}; features: {','.join(gk.cpu_info()['features'])}; "
+          f"gemmkit paths usable: {','.join(avail)}")
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
           f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
           f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
@@ -178,6 +225,7 @@ def main(argv=None):
     print(hdr)
     print("-" * len(hdr))
     ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])
+    ort_inexact = gk_wrong = 0
     for op in ops:
         signs = args.signs.split(",") if op == "MatMulInteger" else ["u8s8", "s8s8", "u8u8"]
         for sg in signs:
@@ -195,9 +243,11 @@ def main(argv=None):
                 A = rng.integers(lo_a, hi_a + 1, (M, K)).astype(ta)
                 B = rng.integers(lo_b, hi_b + 1, (K, N)).astype(tb)
                 azp, bzp = np.array(3, ta), np.array(5, tb)
+                exact = {}
                 if op == "MatMulInteger":
                     feeds = {"A": A, "B": B}
                     f_gk = lambda: gk.matmul_integer(A, B)  # noqa: E731
+                    f_exact = lambda: oracles.matmul_integer(A, B)  # noqa: E731
                 else:
                     sa, sb, sy = (np.array(0.01, np.float32), np.array(0.02, np.float32),
                                   np.array(float(K) * 0.05, np.float32))
@@ -206,6 +256,8 @@ def main(argv=None):
                              "b_scale": sb, "b_zero_point": bzp, "y_scale": sy,
                              "y_zero_point": yzp}
                     f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
+                    f_exact = lambda: oracles.qlinear_matmul(  # noqa: E731
+                        A, sa, azp, B, sb, bzp, sy, yzp)[0]
                 f_ort = (lambda: sess.run(None, feeds)) if sess else None  # noqa: E731
                 ops_n = 2.0 * M * K * N
 
@@ -225,13 +277,28 @@ def main(argv=None):
                         continue
                     y_gk = f_gk()
                     y_ort = f_ort()[0]
-                    note = "" if np.array_equal(y_gk, y_ort) else " (outputs differ)"
+                    note = ""
+                    if not np.array_equal(y_gk, y_ort):
+                        if "y" not in exact:
+                            exact["y"] = f_exact()
+                        note = judge(y_gk, y_ort, exact["y"])
+                        if "ort" in note:
+                            ort_inexact += 1
+                        if "GEMMKIT" in note:
+                            gk_wrong += 1
                     tg, to = time_pair(f_gk, f_ort, args.budget)
                     print(f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
                           f"{pct(path, tg)} "
                           f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
                           flush=True)
                 _core._set_isa("auto")
+    if ort_inexact:
+        print(f"\nonnxruntime was not exact on {ort_inexact} rows on this CPU (gemmkit exact "
+              f"there); expected on x86 without VNNI, where its u8s8 kernels add pairs of "
+              f"products in saturating int16 lanes")
+    if gk_wrong:
+        print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
+        return 1
     return 0
 
 

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# The installed gemmkit under older x86 CPU models (qemu user-mode emulation):
-#   Nehalem  (SSE4.2, no AVX)        -> must choose sse41
-#   Haswell  (AVX2+FMA, no AVX-512)  -> must choose avx2
-# No illegal instruction, the right path chosen, exact results on every usable path.
-# Usage: bash scripts/test_qemu_x86.sh [--quick]   (run from the repo root, after install)
+# The installed gemmkit, the C kernel test and the benchmarks under older x86 CPU models
+# (qemu user-mode emulation):
+#   Nehalem  (SSE4.2, no AVX)                      -> must choose sse41
+#   Haswell  (AVX2+FMA+F16C, no AVX-512, no VNNI)  -> must choose avx2; the CPU class of
+#            the AMD Zen 2 machines, where onnxruntime's u8s8 kernels saturate
+# Per CPU: no illegal instruction, the right path chosen, exact results on every usable
+# path (tests/emulated_check.py), the C kernel test (tests/c/test_qgemm_kernels).  Under
+# Haswell also: the pytest checks that run onnxruntime next to the exact oracles (their
+# report says whether onnxruntime is exact there; it is not asserted), smoke runs of
+# benchmarks/bench_int8.py and bench_gemm.py (peaks of absent ISAs must not be run), the
+# C kernel benchmark's peak section; without --quick the whole pytest suite and
+# `python -m gemmkit` as well.
+# Usage: bash scripts/test_qemu_x86.sh [--quick]
+#   run from anywhere, after `python -m pip install ".[test]"` in the active environment
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=${1:-}
@@ -15,16 +24,55 @@ fi
 # emulated process does not find its prefix, the installed package's site directory.
 py=$(cd /tmp && python -c 'import sys; print(sys.executable)')
 site=$(cd /tmp && python -c 'import os, gemmkit; print(os.path.dirname(os.path.dirname(gemmkit.__file__)))')
-check="$(pwd)/tests/emulated_check.py"
+root=$(pwd)
+check="$root/tests/emulated_check.py"
+# the C kernel test and benchmark, built natively (run_native.sh's flags), run emulated
+bash tests/c/run_native.sh build
+cbuild="$root/tests/c/build"
+
+# qemu's notes on CPUID bits it does not emulate are dropped
+emu() { # emu CPU command... : runs the command under qemu-x86_64 -cpu CPU
+    local cpu=$1
+    shift
+    PYTHONPATH="$site" qemu-x86_64-static -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2)
+}
+# the same from a neutral directory, so that the installed package (not src/) is imported
+emu_tmp() { (cd /tmp && emu "$@"); }
+
 status=0
+step() { # step CPU DESCRIPTION command... : runs a step, records a failure, goes on
+    local cpu=$1 what=$2
+    shift 2
+    echo "--- qemu-x86_64 -cpu $cpu: $what"
+    if ! "$@"; then
+        echo "FAILED under -cpu $cpu: $what"
+        status=1
+    fi
+}
+
 for pair in "Nehalem:sse41" "Haswell:avx2"; do
     cpu=${pair%%:*}; want=${pair##*:}
-    echo "qemu-x86_64 -cpu $cpu (expect $want):"
-    # from a neutral directory so the installed package (not src/) is imported; qemu's
-    # notes on CPUID bits it does not emulate are dropped
-    if ! (cd /tmp && PYTHONPATH="$site" qemu-x86_64-static -cpu "$cpu" "$py" "$check" "$want" \
-            $quick 2> >(grep -v "TCG doesn't support" >&2)); then
-        echo "FAILED under -cpu $cpu"; status=1
-    fi
+    step "$cpu" "installed package (expect $want)" \
+        emu_tmp "$cpu" "$py" "$check" "$want" $quick
+    step "$cpu" "C kernel test" emu "$cpu" "$cbuild/test_qgemm_kernels"
 done
+
+cpu=Haswell
+if [ "$quick" = --quick ]; then
+    # the tests that run onnxruntime (the ones that failed on Zen 2 when they took its
+    # output as the truth)
+    step $cpu "pytest: gemmkit vs the oracles, onnxruntime reported" \
+        emu $cpu "$py" -m pytest -q -p no:cacheprovider tests/test_onnx_node_cases.py \
+        tests/test_gemm.py -k onnxruntime
+else
+    step $cpu "pytest: the whole suite" emu $cpu "$py" -m pytest -q -p no:cacheprovider
+    step $cpu "python -m gemmkit" emu_tmp $cpu "$py" -m gemmkit
+fi
+step $cpu "benchmarks/bench_int8.py smoke run" \
+    emu $cpu "$py" benchmarks/bench_int8.py --paths all --signs u8s8,u8u8 \
+    --shapes 16x64x32,1x128x64 --budget 0.01
+step $cpu "benchmarks/bench_gemm.py smoke run" \
+    emu $cpu "$py" benchmarks/bench_gemm.py --sizes 16 --budget 0.01
+step $cpu "C kernel benchmark (peaks of the ISAs present only)" \
+    emu $cpu "$cbuild/bench_qgemm_kernels" 32
 exit $status

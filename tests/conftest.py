@@ -98,3 +98,14 @@ _DEFAULT_ISA: dict = {}
 @pytest.fixture(scope="session")
 def gk():
     return _import_gemmkit()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where tests ran onnxruntime next to the exact oracles: was ORT exact on this CPU?
+    (Reported, never a failure: see ort_report.py.)"""
+    mod = sys.modules.get("ort_report")
+    lines = mod.summary_lines() if mod is not None else []
+    if lines:
+        terminalreporter.section("onnxruntime vs the exact oracles")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import gemmkit as gk
+import ort_report
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -581,33 +582,29 @@ def test_property(dt, M, N, K, ta, tb, cshape, alpha, beta, la, lb, seed):
 # ----------------------------------------------------------------------------- ORT / threads
 
 @pytest.mark.parametrize("dt", [F32, F64], ids=str)
-def test_matches_onnxruntime(dt):
-    ort = pytest.importorskip("onnxruntime")
-    from onnx import helper
-    elem = helper.np_dtype_to_tensor_dtype(dt)
+def test_within_bound_and_onnxruntime_where_it_is(dt):
+    """gemmkit within the error bound of the float64 oracle; onnxruntime on the same node
+    checked against the same bound (never taken as the truth): where it is within it, the
+    two are within twice the bound of each other; where not, that is reported (see
+    ort_report.py), not failed."""
+    pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(9)
     for (M, N, K, ta, tb, cs) in ((7, 5, 300, 0, 0, (5,)), (33, 17, 65, 1, 0, (33, 1)),
                                   (64, 64, 64, 0, 1, (64, 64)), (1, 129, 3, 1, 1, ())):
         A, B = rand((K, M) if ta else (M, K), dt, rng), rand((N, K) if tb else (K, N), dt, rng)
         C = rand(cs, dt, rng)
-        node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=0.5, beta=-2.0,
-                                transA=ta, transB=tb)
-        graph = helper.make_graph(
-            [node], "g", [helper.make_tensor_value_info(n, elem, None) for n in "ABC"],
-            [helper.make_tensor_value_info("Y", elem, None)])
-        # IR version 10: what onnxruntime 1.2x accepts
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                                  ir_version=10)
-        try:
-            sess = ort.InferenceSession(model.SerializeToString(),
-                                        providers=["CPUExecutionProvider"])
-        except Exception as e:  # e.g. no double Gemm kernel in this build
-            pytest.skip(f"onnxruntime cannot run Gemm({dt}): {e}")
-        R = sess.run(None, {"A": A, "B": B, "C": C})[0]
         Y = gk.gemm(A, B, C, 0.5, -2.0, ta, tb)
         ref, bound = float_oracle(A, B, C, 0.5, -2.0, ta, tb)
-        # both are within the error bound of the exact result, so within twice of each other
-        assert np.all(np.abs(Y.astype(F64) - R.astype(F64)) <= 2 * bound)
+        assert_float_close(Y, ref, bound)
+        try:
+            R = ort_report.ort_run("Gemm", [A, B, C], dt, 13, alpha=0.5, beta=-2.0,
+                                   transA=ta, transB=tb)
+        except Exception as e:  # e.g. no double Gemm kernel in this build
+            pytest.skip(f"onnxruntime cannot run Gemm({dt}): {e}")
+        if R is None:
+            pytest.skip(f"onnxruntime has no Gemm({dt}) kernel")
+        ort_report.check_within(f"Gemm {dt} M={M} N={N} K={K} transA={ta} transB={tb}",
+                                R, ref, bound, Y)
 
 
 def test_threads_share_nothing():

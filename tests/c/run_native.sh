@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds tests/c/test_qgemm_kernels (and the kernel benchmark) natively with gcc, every
 # ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and GK_HAVE_<ISA> defined for the
-# groups that compiled, then runs the test.   bash tests/c/run_native.sh [bench]
+# groups that compiled, then runs the test.
+#   bash tests/c/run_native.sh               build and run the kernel test
+#   bash tests/c/run_native.sh bench [K]     build and run the kernel benchmark
+#   bash tests/c/run_native.sh build         build both, run nothing (scripts/test_qemu_x86.sh
+#                                            runs them under emulated CPUs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CC=${CC:-gcc}
@@ -42,9 +46,12 @@ for s in src/csrc/*.c; do  # every baseline file: kernels may reference drivers/
 done
 for p in "${PIDS[@]}"; do wait "$p"; done # set -e: any failed compile stops here
 $CC $BASE tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm -o "$B/test_qgemm_kernels"
-if [ "${1:-}" = bench ]; then
+if [ "${1:-}" = bench ] || [ "${1:-}" = build ]; then
     $CC $BASE tests/c/bench_qgemm_kernels.c tests/c/bench_peak_x86.c "${OBJS[@]}" -lm \
         -o "$B/bench_qgemm_kernels"
-    exec "$B/bench_qgemm_kernels" "${@:2}"
 fi
+case "${1:-}" in
+bench) exec "$B/bench_qgemm_kernels" "${@:2}" ;;
+build) exit 0 ;;
+esac
 exec "$B/test_qgemm_kernels"
