@@ -1,8 +1,10 @@
 """Build of gemmkit's one extension module, gemmkit._core.
 
-Baseline code (Cython's generated C and src/csrc/*.c) is compiled for the platform's
+The C core is laid out engine first, ISA last: src/csrc/<engine>/ (core, qgemm, gemm,
+codecs) holds the baseline files, src/csrc/<engine>/{scalar,x86,arm}/ the kernel families.
+Baseline code (Cython's generated C and src/csrc/*/*.c) is compiled for the platform's
 baseline ISA.  Each runtime-dispatched ISA lives in its own files, named by suffix
-(src/csrc/x86/*_avx2.c, src/csrc/arm/*_neondot.c, ...), compiled separately with that
+(src/csrc/qgemm/x86/*_avx2.c, src/csrc/qgemm/arm/*_neondot.c, ...), compiled separately with that
 ISA's flags and linked in; the build defines GK_HAVE_<ISA> for each group the compiler
 accepted, so the dispatcher only lists paths that exist.  No flag ever targets the build
 machine's own CPU (wheels must run on any CPU of their platform).
@@ -34,22 +36,24 @@ def _machine():
 # ISA groups: (name, file suffix, directory, gcc/clang flags, msvc flags).
 # The scalar oracle is its own group: built without auto-vectorisation so it stays scalar.
 X86_GROUPS = [
-    ("amx", "src/csrc/x86/*_amx.c",
+    ("amx", "src/csrc/*/x86/*_amx.c",
      ["-mamx-tile", "-mamx-int8", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni",
       "-mavx2", "-mfma"], ["/arch:AVX512"]),
-    ("sse41", "src/csrc/x86/*_sse41.c", ["-msse4.1"], []),
-    ("avx2", "src/csrc/x86/*_avx2.c", ["-mavx2", "-mfma", "-mf16c"], ["/arch:AVX2"]),
-    ("avxvnni", "src/csrc/x86/*_avxvnni.c", ["-mavx2", "-mfma", "-mavxvnni"], ["/arch:AVX2"]),
-    ("avx512vnni", "src/csrc/x86/*_avx512vnni.c",
+    ("sse41", "src/csrc/*/x86/*_sse41.c", ["-msse4.1"], []),
+    ("avx2", "src/csrc/*/x86/*_avx2.c", ["-mavx2", "-mfma", "-mf16c"], ["/arch:AVX2"]),
+    ("avxvnni", "src/csrc/*/x86/*_avxvnni.c", ["-mavx2", "-mfma", "-mavxvnni"], ["/arch:AVX2"]),
+    ("avx512vnni", "src/csrc/*/x86/*_avx512vnni.c",
      ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mavx2", "-mfma"],
      ["/arch:AVX512"]),
 ]
 ARM64_GROUPS = [
-    ("neon", "src/csrc/arm/*_neon.c", [], []),
-    ("neondot", "src/csrc/arm/*_neondot.c", ["-march=armv8.2-a+dotprod"], []),
-    ("i8mm", "src/csrc/arm/*_i8mm.c", ["-march=armv8.2-a+dotprod+i8mm"], []),
+    ("neon", "src/csrc/*/arm/*_neon.c", [], []),
+    ("neondot", "src/csrc/*/arm/*_neondot.c", ["-march=armv8.2-a+dotprod"], []),
+    ("i8mm", "src/csrc/*/arm/*_i8mm.c", ["-march=armv8.2-a+dotprod+i8mm"], []),
 ]
-SCALAR_GROUP = ("scalar", "src/csrc/scalar/*.c",
+# The baseline C files of every engine (no ISA flags).
+BASELINE_GLOB = "src/csrc/*/*.c"
+SCALAR_GROUP = ("scalar", "src/csrc/*/scalar/*.c",
                 ["-fno-tree-vectorize", "-fno-tree-slp-vectorize"], [])
 CLANG_SCALAR_FLAGS = ["-fno-vectorize", "-fno-slp-vectorize"]
 
@@ -67,7 +71,9 @@ def isa_groups():
 if __name__ == "__main__" and sys.argv[1:] == ["print-isa-groups"]:
     # One line per group, "name|gcc flags|source glob", for the C test scripts
     # (tests/c/run_native.sh, scripts/test_qemu_aarch64.sh), so flags live only here.
-    # GEMMKIT_TARGET_ARCH=arm64 prints the ARM64 groups on any host.
+    # GEMMKIT_TARGET_ARCH=arm64 prints the ARM64 groups on any host.  The first line,
+    # "baseline||glob", names the files built without ISA flags.
+    print(f"baseline||{BASELINE_GLOB}")
     for name, pattern, gflags, _ in isa_groups():
         print(f"{name}|{' '.join(gflags)}|{pattern}")
     sys.exit(0)
@@ -132,7 +138,7 @@ class build_ext_isa(build_ext):
 
 ext = Extension(
     "gemmkit._core",
-    sources=["src/gemmkit/_core.pyx"] + _rel("src/csrc/*.c"),
+    sources=["src/gemmkit/_core.pyx"] + _rel(BASELINE_GLOB),
     include_dirs=["include", "src/csrc", numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     libraries=[] if sys.platform == "win32" else ["m"],

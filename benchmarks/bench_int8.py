@@ -27,7 +27,7 @@ from gemmkit import _core
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import oracles  # noqa: E402  (the exact references the test suite uses)
 
-# The instruction each path is bound by, as measured by tests/c/bench_peak_x86.c:
+# The instruction each path is bound by, as measured by benchmarks/c/bench_peak_x86.c:
 # tdpbusd, vpdpbusd zmm / ymm, and the exact int16 sequence of the pre-VNNI paths
 # (vpmaddwd+vpaddd ymm, pmaddwd+paddd xmm).
 PEAK_FUNCS = {"amx": "gk_peak_tdpbusd", "avx512vnni": "gk_peak_dpbusd_zmm",
@@ -37,7 +37,7 @@ PEAK_FUNCS = {"amx": "gk_peak_tdpbusd", "avx512vnni": "gk_peak_dpbusd_zmm",
 
 class Peaks:
     """One core's instruction peaks, measured in this process right before each row (the
-    machine's speed drifts), from tests/c/bench_peak_x86.c built with the C compiler.
+    machine's speed drifts), from benchmarks/c/bench_peak_x86.c built with the C compiler.
     Without a compiler, or for paths given with --peak, fixed numbers are used."""
 
     def __init__(self, fixed):
@@ -46,8 +46,7 @@ class Peaks:
         import ctypes
         import subprocess
         import tempfile
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "c",
-                           "bench_peak_x86.c")
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_peak_x86.c")
         so = os.path.join(tempfile.mkdtemp(), "gk_peaks.so")
         try:
             subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so],
@@ -162,7 +161,7 @@ def judge(y_gk, y_ort, want):
 def rerun_without_amx(argv):
     import subprocess
     import tempfile
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "no_amx_preload.c")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "no_amx_preload.c")
     so = os.path.join(tempfile.mkdtemp(), "no_amx_preload.so")
     subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so,
                     "-ldl"], check=True)
@@ -190,7 +189,7 @@ def main(argv=None):
     ap.add_argument("--no-amx", action="store_true",
                     help="Linux: refuse AMX to every library in the process (gemmkit and "
                          "onnxruntime), for a VNNI-vs-VNNI comparison as on CPUs without "
-                         "AMX; re-runs this script under benchmarks/no_amx_preload.c")
+                         "AMX; re-runs this script under benchmarks/c/no_amx_preload.c")
     args = ap.parse_args(argv)
     if args.no_amx and "GK_BENCH_NO_AMX" not in os.environ:
         return rerun_without_amx(argv if argv is not None else sys.argv[1:])

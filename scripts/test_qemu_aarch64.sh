@@ -52,8 +52,7 @@ compile() { # compile <flags...> -- <sources...>
     done
 }
 shopt -s nullglob
-compile -- src/csrc/*.c
-# per-ISA flags from setup.py, the one place they are defined
+# per-ISA flags from setup.py, the one place they are defined ("baseline": no flags)
 while IFS='|' read -r name flags pattern; do
     # shellcheck disable=SC2086  # flags split into words, the glob expands
     compile $flags -- $pattern

@@ -22,7 +22,7 @@ INTS = [I32, U32, I64, U64]
 ALL = FLOATS + INTS
 RNG = np.random.default_rng(1234)
 
-# Block sizes of the scalar families (src/csrc/scalar/gk_gemm_*_scalar.c): K beyond KC
+# Block sizes of the scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c): K beyond KC
 # splits K, N beyond NC splits column stripes.
 KC = 256
 NC = {F16: 1024, BF16: 1024, F32: 1024, F64: 512, I32: 1024, U32: 1024, I64: 512, U64: 512}

@@ -1,6 +1,6 @@
 /* Software codecs: float16 and bfloat16 <-> float32 (exact widening, round-to-nearest-even
  * narrowing) and the four ONNX float8 formats.  Scalar forms are inline so any driver can
- * convert while packing; bulk and float8 forms live in src/csrc/gk_codecs.c. */
+ * convert while packing; bulk and float8 forms live in src/csrc/codecs/gk_codecs.c. */
 #ifndef GEMMKIT_GK_CODECS_H
 #define GEMMKIT_GK_CODECS_H
 
@@ -75,7 +75,7 @@ static inline uint16_t gk_f32_to_f16(float f)
     return (uint16_t)(sign | (a >> 13));
 }
 
-/* ---- float8 (src/csrc/gk_codecs.c) ---- */
+/* ---- float8 (src/csrc/codecs/gk_codecs.c) ---- */
 enum gk_fp8_format {
     GK_F8E4M3FN = 0,   /* bias 7, no inf, NaN = S.1111.111, max 448 */
     GK_F8E4M3FNUZ = 1, /* bias 8, no inf, no -0, NaN = 0x80, max 240 */
@@ -129,7 +129,7 @@ int gk_codecs_simd_active(void);
 /* 1 when the F16C/AVX2 code was built into this binary (GK_HAVE_AVX2), else 0. */
 int gk_codecs_simd_compiled(void);
 
-/* src/csrc/x86/gk_convert_f16_avx2.c, linked only where the build defines GK_HAVE_AVX2;
+/* src/csrc/codecs/x86/gk_convert_f16_avx2.c, linked only where the build defines GK_HAVE_AVX2;
  * call only when the CPU has AVX2 and F16C. */
 void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n);

@@ -1,6 +1,6 @@
 /* CPU feature detection and the dispatch table.
  *
- * Detection (src/csrc/gk_cpu_x86.c, gk_cpu_arm.c) runs no SIMD instruction: it reads
+ * Detection (src/csrc/core/gk_cpu_x86.c, gk_cpu_arm.c) runs no SIMD instruction: it reads
  * CPUID + XGETBV on x86 (a path needs the CPU bit AND the OS-enabled register state) and
  * the auxiliary vector / sysctl / IsProcessorFeaturePresent on ARM64.
  * A path is "available" when it was compiled in (GK_HAVE_<ISA> defined by the build) and

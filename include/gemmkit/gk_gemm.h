@@ -130,7 +130,7 @@ typedef struct gk_gemm_args {
     int alpha_exact, beta_exact;
 } gk_gemm_args;
 
-/* The scalar families (src/csrc/scalar/gk_gemm_*_scalar.c), always present. */
+/* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;
 extern const gk_gemm_kernel gk_gemm_bf16_scalar;
 extern const gk_gemm_kernel gk_gemm_f32_scalar;
@@ -140,7 +140,7 @@ extern const gk_gemm_kernel gk_gemm_u32_scalar;
 extern const gk_gemm_kernel gk_gemm_i64_scalar;
 extern const gk_gemm_kernel gk_gemm_u64_scalar;
 
-/* Generic packers for the panel format above (src/csrc/gk_gemm_pack.c), one per source
+/* Generic packers for the panel format above (src/csrc/gemm/gk_gemm_pack.c), one per source
  * element type; the destination is the accumulator type.  Any family using that layout
  * may reuse them. */
 void gk_gemm_pack_a_f16(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);

@@ -1,5 +1,5 @@
 /* Every int8 kernel family that may be compiled in.  Each is defined in its own ISA file
- * (src/csrc/x86/gk_qgemm_u8s8_<isa>.c, src/csrc/arm/...) and listed by the dispatcher
+ * (src/csrc/qgemm/x86/gk_qgemm_u8s8_<isa>.c, src/csrc/qgemm/arm/...) and listed by the dispatcher
  * only when the build defined GK_HAVE_<ISA>. */
 #ifndef GEMMKIT_GK_KERNELS_H
 #define GEMMKIT_GK_KERNELS_H

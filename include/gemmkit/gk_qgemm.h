@@ -110,7 +110,7 @@ typedef struct gk_qgemm_kernel {
     void (*end)(void);
 } gk_qgemm_kernel;
 
-/* The scalar oracle (src/csrc/gk_qgemm_u8s8_scalar.c), always present. */
+/* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */
 extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
 
 /* The reference epilogue, in two steps so kernels that correct zero points in vector

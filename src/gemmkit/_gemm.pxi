@@ -1,4 +1,4 @@
-# Gemm: argument checking and the nogil call into the C driver (src/csrc/gk_gemm_driver.c).
+# Gemm: argument checking and the nogil call into the C driver (src/csrc/gemm/gk_gemm_driver.c).
 # Included by _core.pyx (which cimports numpy as cnp and imports numpy as np).
 #
 # Inputs are never copied: the driver gets data pointers and byte strides (negative,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/c/test_qgemm_kernels (and the kernel benchmark) natively with gcc, every
+# Builds tests/c/test_qgemm_kernels (and benchmarks/c/'s kernel benchmark) natively with gcc, every
 # ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and GK_HAVE_<ISA> defined for the
 # groups that compiled, then runs the test.
 #   bash tests/c/run_native.sh               build and run the kernel test
@@ -33,11 +33,14 @@ group() { # name, flags, sources...
 }
 
 # the per-ISA flags come from setup.py, the one place they are defined
+BASELINE=
 while IFS='|' read -r name flags pattern; do
+    if [ "$name" = baseline ]; then BASELINE=$pattern; continue; fi
     # shellcheck disable=SC2086  # the glob must expand
     group "$name" "$flags" $pattern
 done < <(python setup.py print-isa-groups)
-for s in src/csrc/*.c; do  # every baseline file: kernels may reference drivers/packers
+# shellcheck disable=SC2086  # the glob must expand
+for s in $BASELINE; do  # every baseline file: kernels may reference drivers/packers
     o="$B/$(basename "${s%.c}").o"
     rm -f "$o"
     $CC $BASE ${DEFS[@]+"${DEFS[@]}"} -c "$s" -o "$o" &
@@ -47,7 +50,7 @@ done
 for p in "${PIDS[@]}"; do wait "$p"; done # set -e: any failed compile stops here
 $CC $BASE tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm -o "$B/test_qgemm_kernels"
 if [ "${1:-}" = bench ] || [ "${1:-}" = build ]; then
-    $CC $BASE tests/c/bench_qgemm_kernels.c tests/c/bench_peak_x86.c "${OBJS[@]}" -lm \
+    $CC $BASE benchmarks/c/bench_qgemm_kernels.c benchmarks/c/bench_peak_x86.c "${OBJS[@]}" -lm \
         -o "$B/bench_qgemm_kernels"
 fi
 case "${1:-}" in

@@ -1,6 +1,6 @@
 /* Which Gemm kernel family runs for each element type.
  *
- * Today every type has only its scalar family.  A SIMD family (src/csrc/x86/gk_gemm_<type>
+ * Today every type has only its scalar family.  A SIMD family (src/csrc/gemm/x86/gk_gemm_<type>
  * _avx2.c, ...) plugs in by being listed before the scalar one in its type's row, guarded
  * by GK_HAVE_<ISA> and a gk_cpu_features() check, exactly as the int8 table in
  * gk_dispatch.c does; kernel, packing and block sizes come together in the family, so

@@ -5,7 +5,7 @@
 
 #include "gemmkit/gk_codecs.h"
 #include "gemmkit/gk_qgemm_driver.h"
-#include "gk_alloc.h"
+#include "core/gk_alloc.h"
 
 /* Real value of one stored element (before zero point and scale). */
 static float qvalue(const uint8_t *p, int type)

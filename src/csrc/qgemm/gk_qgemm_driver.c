@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gemmkit/gk_qgemm_driver.h"
-#include "gk_alloc.h"
+#include "core/gk_alloc.h"
 
 #define GK_QGEMM_MC_BYTES (256 * 1024)
 #define GK_QGEMM_NC_BYTES (1024 * 1024)

@@ -1,6 +1,6 @@
 /* Software codecs: the four ONNX float8 formats (exact decode table, round-to-nearest-even
  * encoders from float32 and float64) and the bulk float16/bfloat16 <-> float32 loops, which
- * run the F16C/AVX2 code in src/csrc/x86/gk_convert_f16_avx2.c when it was built and the CPU
+ * run the F16C/AVX2 code in src/csrc/codecs/x86/gk_convert_f16_avx2.c when it was built and the CPU
  * has it. */
 #include "gemmkit/gk_codecs.h"
 #include "gemmkit/gk_dispatch.h"
