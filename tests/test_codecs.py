@@ -466,8 +466,10 @@ def simd_modes():
 
 
 def test_simd_path_active_where_cpu_has_it():
-    """Where the F16C/AVX2 code is built in and the CPU has AVX2 and F16C, the bulk
-    conversions must take it; elsewhere they must not."""
+    """Where the F16C/AVX2 code is built in, the CPU has AVX2 and F16C and the selected
+    level (GEMMKIT_ISA) is avx2 or above, the bulk conversions must take it; elsewhere
+    they must not."""
+    import gemmkit
     if not core._codecs_simd_compiled():
         assert core._codecs_simd_active() is False
         if platform.machine().lower() in ("x86_64", "amd64"):
@@ -477,7 +479,27 @@ def test_simd_path_active_where_cpu_has_it():
         flags = open("/proc/cpuinfo").read().split()
     except OSError:
         pytest.skip("no /proc/cpuinfo to compare the detection with")
-    assert core._codecs_simd_active() is ("avx2" in flags and "f16c" in flags)
+    levels = core._levels()
+    allowed = levels.index(gemmkit.cpu_info()["isa"]) >= levels.index("avx2")
+    want = "avx2" in flags and "f16c" in flags and allowed
+    assert core._codecs_simd_active() is want
+    assert gemmkit.cpu_info()["engines"]["codecs"] == ("avx2" if want else "scalar")
+
+
+def test_isa_level_caps_the_codecs_engine():
+    """GEMMKIT_ISA below avx2 takes the codecs to their scalar family (bit-identical)."""
+    import gemmkit
+    default = gemmkit.cpu_info()["isa"]
+    codes = np.arange(65536, dtype=np.uint16)
+    fast = core._f16_to_f32(codes)
+    try:
+        core._set_isa("scalar")
+        assert core._codecs_simd_active() is False
+        assert gemmkit.cpu_info()["engines"]["codecs"] == "scalar"
+        np.testing.assert_array_equal(core._f16_to_f32(codes).view(np.uint32),
+                                      fast.view(np.uint32))
+    finally:
+        core._set_isa(default)
 
 
 def assert_f32_same(got, ref):

@@ -62,12 +62,89 @@ def test_default_isa_is_best_available():
 
 def test_cpu_info_shape():
     import gemmkit
+    from gemmkit import _core
     info = gemmkit.cpu_info()
     assert isinstance(info, dict)
-    for key in ("isa", "available", "features"):
+    for key in ("isa", "engines", "available", "compiled", "features"):
         assert key in info, info
-    assert info["available"][-1] == "scalar" or "scalar" in info["available"]
-    assert len(set(info["available"])) == len(info["available"])
+    levels = _core._levels()
+    assert levels[0] == "scalar"
+    # best first, each a level of this architecture, scalar always last
+    assert info["available"] == sorted(info["available"], key=levels.index, reverse=True)
+    assert info["available"][-1] == "scalar"
+    assert set(info["available"]) <= set(info["compiled"]) <= set(levels)
+    assert info["isa"] in info["available"]
+    assert set(info["engines"]) == {"qgemm", "gemm", "codecs"}
+    assert set(info["engines"]["gemm"]) == {"float16", "bfloat16", "float32", "float64",
+                                            "int32", "uint32", "int64", "uint64"}
+
+
+def test_every_engine_at_or_below_the_selected_level():
+    """GEMMKIT_ISA caps every engine: each picks a family at or below the named level."""
+    import gemmkit
+    from gemmkit import _core
+    levels = _core._levels()
+    default = gemmkit.cpu_info()["isa"]
+    try:
+        for name in gemmkit.cpu_info()["available"]:
+            _core._set_isa(name)
+            info = gemmkit.cpu_info()
+            assert info["isa"] == name
+            eng = info["engines"]
+            chosen = [eng["qgemm"], eng["codecs"], *eng["gemm"].values()]
+            for family in chosen:
+                assert family in levels and levels.index(family) <= levels.index(name), \
+                    (name, eng)
+            assert eng["qgemm"] == name  # every level has an int8 family
+    finally:
+        _core._set_isa(default)
+
+
+def test_unknown_not_compiled_and_unsupported_are_told_apart():
+    import gemmkit
+    from gemmkit import _core
+    info = gemmkit.cpu_info()
+    with pytest.raises(ValueError, match="not a known level"):
+        _core._set_isa("bogus")
+    other_arch = "neon" if "sse41" in _core._levels() else "sse41"
+    with pytest.raises(ValueError, match="not a known level"):
+        _core._set_isa(other_arch)
+    for name in set(_core._levels()) - set(info["compiled"]):
+        with pytest.raises(ValueError, match="not compiled|no kernel"):
+            _core._set_isa(name)
+    for name in set(info["compiled"]) - set(info["available"]):
+        with pytest.raises(ValueError, match="does not support"):
+            _core._set_isa(name)
+    assert gemmkit.cpu_info()["isa"] == info["isa"]  # a failed selection keeps the old one
+
+
+_AMX_PERM_SCRIPT = """
+import ctypes, sys
+import gemmkit
+libc = ctypes.CDLL(None, use_errno=True)
+perm = ctypes.c_uint64(0)
+# arch_prctl(ARCH_GET_XCOMP_PERM): the extended states this process may use
+SYS_arch_prctl, ARCH_GET_XCOMP_PERM = 158, 0x1022
+rc = libc.syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, ctypes.byref(perm))
+print(gemmkit.cpu_info()["isa"], rc, (perm.value >> 18) & 1)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
+                    reason="the AMX tile permission is a Linux x86-64 request")
+def test_amx_permission_requested_only_when_amx_is_selected():
+    import gemmkit
+    if "amx-int8" not in gemmkit.cpu_info()["features"]:
+        pytest.skip("this CPU has no AMX-INT8: the permission is never needed")
+    r = _python(_AMX_PERM_SCRIPT, GEMMKIT_ISA="avx2")
+    assert r.returncode == 0, r.stderr
+    isa, rc, granted = r.stdout.split()
+    assert isa == "avx2" and rc == "0"
+    assert granted == "0", "AMX tile data permission requested although avx2 was forced"
+    if "amx" in gemmkit.cpu_info()["available"]:
+        r = _python(_AMX_PERM_SCRIPT, GEMMKIT_ISA="amx")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["amx", "0", "1"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="x86 feature names checked on Linux")

@@ -1,6 +1,6 @@
 /* Software codecs: float16 and bfloat16 <-> float32 (exact widening, round-to-nearest-even
  * narrowing) and the four ONNX float8 formats.  Scalar forms are inline so any driver can
- * convert while packing; bulk and float8 forms live in src/csrc/codecs/gk_codecs.c. */
+ * convert while packing; bulk forms live in src/csrc/codecs/gk_f16.c, float8 in gk_fp8.c. */
 #ifndef GEMMKIT_GK_CODECS_H
 #define GEMMKIT_GK_CODECS_H
 
@@ -75,7 +75,7 @@ static inline uint16_t gk_f32_to_f16(float f)
     return (uint16_t)(sign | (a >> 13));
 }
 
-/* ---- float8 (src/csrc/codecs/gk_codecs.c) ---- */
+/* ---- float8 (src/csrc/codecs/gk_fp8.c) ---- */
 enum gk_fp8_format {
     GK_F8E4M3FN = 0,   /* bias 7, no inf, NaN = S.1111.111, max 448 */
     GK_F8E4M3FNUZ = 1, /* bias 8, no inf, no -0, NaN = 0x80, max 240 */
@@ -117,24 +117,21 @@ void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
 
-/* The same loops forced onto the scalar inline conversions (tests compare both paths; they
- * are bit-identical, NaN included). */
-void gk_f16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n);
-void gk_f32_to_f16_n_scalar(const float *src, uint16_t *dst, size_t n);
-void gk_bf16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n);
-void gk_f32_to_bf16_n_scalar(const float *src, uint16_t *dst, size_t n);
+/* The bulk conversions above run the codecs family the dispatch picked
+ * (gk_codecs_active(), gk_dispatch.h).  A family: */
+typedef struct gk_codecs_kernel {
+    const char *isa;
+    void (*f16_to_f32_n)(const uint16_t *src, float *dst, size_t n);
+    void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n);
+    void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n);
+    void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n);
+} gk_codecs_kernel;
 
-/* 1 when the bulk conversions above run the F16C/AVX2 code on this machine, else 0. */
-int gk_codecs_simd_active(void);
-/* 1 when the F16C/AVX2 code was built into this binary (GK_HAVE_AVX2), else 0. */
-int gk_codecs_simd_compiled(void);
-
-/* src/csrc/codecs/x86/gk_convert_f16_avx2.c, linked only where the build defines GK_HAVE_AVX2;
- * call only when the CPU has AVX2 and F16C. */
-void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n);
-void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n);
-void gk_bf16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n);
-void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n);
+/* The scalar family: the inline conversions above in loops (src/csrc/codecs/gk_f16.c);
+ * every other family is bit-identical to it, NaN payloads included. */
+extern const gk_codecs_kernel gk_codecs_scalar;
+/* F16C/AVX2 (src/csrc/codecs/x86/gk_f16_avx2.c), compiled in where GK_HAVE_AVX2. */
+extern const gk_codecs_kernel gk_codecs_avx2;
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,23 @@
-/* CPU feature detection and the dispatch table.
+/* CPU feature detection and THE dispatch: one table per engine (int8 qgemm; Gemm per
+ * element type; codecs), all filled at compile time from the families the build made
+ * (GK_HAVE_<ISA>) and chosen once from the same feature bits.
  *
- * Detection (src/csrc/core/gk_cpu_x86.c, gk_cpu_arm.c) runs no SIMD instruction: it reads
- * CPUID + XGETBV on x86 (a path needs the CPU bit AND the OS-enabled register state) and
- * the auxiliary vector / sysctl / IsProcessorFeaturePresent on ARM64.
- * A path is "available" when it was compiled in (GK_HAVE_<ISA> defined by the build) and
- * the CPU + OS support it.  The table is filled once; GEMMKIT_ISA picks another entry. */
+ * Detection (src/csrc/core/gk_cpu_x86.c, gk_cpu_arm.c) runs no SIMD instruction: CPUID +
+ * XGETBV on x86 (a path needs the CPU bit AND the OS-enabled register state), the
+ * auxiliary vector / sysctl / IsProcessorFeaturePresent on ARM64.
+ *
+ * ISA levels.  Each architecture has a ladder of levels (x86: scalar < sse41 < avx2 <
+ * avxvnni < avx512vnni < amx; ARM64: scalar < neon < neondot < i8mm), each with the
+ * feature bits it needs.  Every table entry belongs to one level.  The selected level
+ * (default: the highest usable one; GEMMKIT_ISA / gk_select_isa names another) caps every
+ * engine: each uses its first entry, most specific first, that is at or below the level
+ * and usable on this CPU.  A level is usable when the CPU and OS support it (AMX: also the
+ * Linux per-process tile permission, requested only when a selection reaches amx). */
 #ifndef GEMMKIT_GK_DISPATCH_H
 #define GEMMKIT_GK_DISPATCH_H
 
+#include "gk_codecs.h"
+#include "gk_gemm.h"
 #include "gk_qgemm.h"
 
 #ifdef __cplusplus
@@ -26,7 +36,8 @@ enum gk_cpu_feature {
     GK_CPU_AVX512VNNI = 1u << 7,
     GK_CPU_AVXVNNI = 1u << 8,
     GK_CPU_AVX512BF16 = 1u << 9,
-    GK_CPU_AMXINT8 = 1u << 10,  /* AMX-TILE + AMX-INT8, XCR0 tile state, OS permission */
+    GK_CPU_AMXINT8 = 1u << 10,  /* AMX-TILE + AMX-INT8 and XCR0 tile state (the Linux
+                                   permission is asked for separately, see above) */
     GK_CPU_NEON = 1u << 16,
     GK_CPU_NEONDOT = 1u << 17,  /* sdot/udot */
     GK_CPU_I8MM = 1u << 18,     /* smmla/usmmla */
@@ -37,17 +48,45 @@ unsigned gk_cpu_features(void);
 /* Names of detected features, for cpu_info(): writes up to `cap` pointers, returns count. */
 int gk_cpu_feature_names(const char **names, int cap);
 
-/* All int8 kernel families compiled in, most specific first (scalar last). */
-int gk_qgemm_kernel_count(void);
-const gk_qgemm_kernel *gk_qgemm_kernel_at(int i);
-/* Whether kernel family i can run here (compiled in and CPU/OS support). */
-int gk_qgemm_kernel_usable(int i);
+/* ---- levels and the selection ---- */
+int gk_isa_level_count(void);                 /* levels of this build's architecture */
+const char *gk_isa_level_name(int level);     /* 0 = "scalar", increasing */
+int gk_isa_level_compiled(int level);        /* some engine has a family at that level */
+/* Compiled in some engine + CPU/OS support (asks nothing: an AMX permission refused
+ * earlier makes amx unusable, one not asked for yet does not). */
+int gk_isa_level_usable(int level);
 
-/* The active int8 kernel family (default: first usable). */
-const gk_qgemm_kernel *gk_qgemm_active(void);
-/* Select by ISA name; returns 0 on success, -1 unknown name, -2 not usable here. */
+enum gk_select_status {
+    GK_SELECT_OK = 0,
+    GK_SELECT_UNKNOWN = -1,      /* no level has that name on this architecture */
+    GK_SELECT_NOT_COMPILED = -2, /* a level of this architecture, but no engine has a
+                                    family built for it */
+    GK_SELECT_UNSUPPORTED = -3,  /* built, but this CPU/OS cannot run it */
+};
+/* Caps every engine at the named level ("auto", "" or NULL: the highest usable one).
+ * Called at import (GEMMKIT_ISA) and by tests between calls, not concurrently with a
+ * running product.  Returns enum gk_select_status; on failure the selection is kept. */
 int gk_select_isa(const char *name);
-const char *gk_active_isa(void);
+int gk_selected_level(void);
+
+/* ---- int8 engine ---- */
+int gk_qgemm_kernel_count(void);              /* families compiled in, most specific first */
+const gk_qgemm_kernel *gk_qgemm_kernel_at(int i);
+/* Whether family i can run here now, whatever the selection (the C harnesses run every
+ * family this way); for an amx family this asks for the AMX permission. */
+int gk_qgemm_kernel_usable(int i);
+const gk_qgemm_kernel *gk_qgemm_active(void); /* at or below the selected level */
+const char *gk_active_isa(void);              /* gk_qgemm_active()->isa */
+
+/* ---- Gemm engine: one row per element type (enum gk_gemm_dtype) ----
+ * gk_gemm_kernel_for(dtype) (declared in gk_gemm.h, defined with the tables) is the
+ * active family of a type. */
+
+/* ---- codecs engine: bulk float16/bfloat16 <-> float32 ---- */
+const gk_codecs_kernel *gk_codecs_active(void);
+int gk_codecs_kernel_count(void);
+const gk_codecs_kernel *gk_codecs_kernel_at(int i);
+int gk_codecs_kernel_usable(int i);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@ QLinearMatMul and Gemm, as NumPy-style functions.
     gemmkit.gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1)
     gemmkit.cpu_info()
 
-Positional order is the ONNX input order.  GEMMKIT_ISA forces an int8 kernel path.
+Positional order is the ONNX input order.  GEMMKIT_ISA caps every engine at an ISA level.
 """
 __version__ = "0.1.0"
 

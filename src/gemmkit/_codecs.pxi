@@ -27,12 +27,6 @@ cdef extern from "gemmkit/gk_codecs.h" nogil:
     void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n)
     void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n)
     void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n)
-    void gk_f16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n)
-    void gk_f32_to_f16_n_scalar(const float *src, uint16_t *dst, size_t n)
-    void gk_bf16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n)
-    void gk_f32_to_bf16_n_scalar(const float *src, uint16_t *dst, size_t n)
-    int gk_codecs_simd_active()
-    int gk_codecs_simd_compiled()
 
 
 cdef inline int _codec_fmt(int fmt) except -1:
@@ -62,13 +56,18 @@ cdef object _codec_bits16(object x):
 
 
 def _codecs_simd_active():
-    """True when the bulk f16/bf16 conversions run the F16C/AVX2 code on this machine."""
-    return bool(gk_codecs_simd_active())
+    """True when the bulk f16/bf16 conversions run a SIMD family (the dispatch's codecs
+    choice at the selected level)."""
+    return gk_codecs_active() != &gk_codecs_scalar
 
 
 def _codecs_simd_compiled():
-    """True when the F16C/AVX2 conversions were built into this binary."""
-    return bool(gk_codecs_simd_compiled())
+    """True when a SIMD codecs family (F16C/AVX2) was built into this binary."""
+    return gk_codecs_kernel_count() > 1
+
+
+cdef inline const gk_codecs_kernel *_codecs_family(bint simd) noexcept nogil:
+    return gk_codecs_active() if simd else &gk_codecs_scalar
 
 
 def _fp8_max_finite(int fmt):
@@ -139,10 +138,7 @@ def _f16_to_f32(h, bint simd=True):
     cdef float *dst = <float *>cnp.PyArray_DATA(out)
     cdef size_t n = a.size
     with nogil:
-        if simd:
-            gk_f16_to_f32_n(src, dst, n)
-        else:
-            gk_f16_to_f32_n_scalar(src, dst, n)
+        _codecs_family(simd).f16_to_f32_n(src, dst, n)
     return out
 
 
@@ -154,10 +150,7 @@ def _bf16_to_f32(h, bint simd=True):
     cdef float *dst = <float *>cnp.PyArray_DATA(out)
     cdef size_t n = a.size
     with nogil:
-        if simd:
-            gk_bf16_to_f32_n(src, dst, n)
-        else:
-            gk_bf16_to_f32_n_scalar(src, dst, n)
+        _codecs_family(simd).bf16_to_f32_n(src, dst, n)
     return out
 
 
@@ -169,10 +162,7 @@ def _f32_to_f16(x, bint simd=True):
     cdef uint16_t *dst = <uint16_t *>cnp.PyArray_DATA(out)
     cdef size_t n = a.size
     with nogil:
-        if simd:
-            gk_f32_to_f16_n(src, dst, n)
-        else:
-            gk_f32_to_f16_n_scalar(src, dst, n)
+        _codecs_family(simd).f32_to_f16_n(src, dst, n)
     return out
 
 
@@ -184,8 +174,5 @@ def _f32_to_bf16(x, bint simd=True):
     cdef uint16_t *dst = <uint16_t *>cnp.PyArray_DATA(out)
     cdef size_t n = a.size
     with nogil:
-        if simd:
-            gk_f32_to_bf16_n(src, dst, n)
-        else:
-            gk_f32_to_bf16_n_scalar(src, dst, n)
+        _codecs_family(simd).f32_to_bf16_n(src, dst, n)
     return out

@@ -1,47 +1,86 @@
 # Dispatch report and override: GEMMKIT_ISA (read once at import), GEMMKIT_NUM_THREADS.
 import os as _os
+from libc.stdint cimport uint16_t
 
 cdef extern from "gemmkit/gk_dispatch.h" nogil:
     ctypedef struct gk_qgemm_kernel:
         const char *isa
         int mr, nr, kstep
+        int a_elem_bytes, b_elem_bytes
+        int smallm_max
+    ctypedef struct gk_gemm_kernel_info "gk_gemm_kernel":
+        const char *isa
+    ctypedef struct gk_codecs_kernel:
+        const char *isa
+        void (*f16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
+        void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n) nogil
+        void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
+        void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n) nogil
+    const gk_codecs_kernel gk_codecs_scalar
+    enum:
+        GK_SELECT_OK
+        GK_SELECT_UNKNOWN
+        GK_SELECT_NOT_COMPILED
+        GK_SELECT_UNSUPPORTED
     unsigned gk_cpu_features()
     int gk_cpu_feature_names(const char **names, int cap)
-    int gk_qgemm_kernel_count()
-    const gk_qgemm_kernel *gk_qgemm_kernel_at(int i)
-    int gk_qgemm_kernel_usable(int i)
-    const gk_qgemm_kernel *gk_qgemm_active()
+    int gk_isa_level_count()
+    const char *gk_isa_level_name(int level)
+    int gk_isa_level_compiled(int level)
+    int gk_isa_level_usable(int level)
     int gk_select_isa(const char *name)
-    const char *gk_active_isa()
+    int gk_selected_level()
+    const gk_qgemm_kernel *gk_qgemm_active()
+    const gk_gemm_kernel_info *gk_gemm_kernel_for(int dtype)
+    const gk_codecs_kernel *gk_codecs_active()
+    int gk_codecs_kernel_count()
 
-# Every path gemmkit knows, on any platform (for error messages).
-_KNOWN_ISAS = ("amx", "avx512vnni", "avxvnni", "avx2", "sse41", "i8mm", "neondot", "neon", "scalar")
+# Gemm element types in cpu_info()'s report (the order of enum gk_gemm_dtype).
+_GEMM_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64",
+                     "uint64")
+
+
+def _levels():
+    return [gk_isa_level_name(i).decode() for i in range(gk_isa_level_count())]
 
 
 def _compiled_isas():
-    return [gk_qgemm_kernel_at(i).isa.decode() for i in range(gk_qgemm_kernel_count())]
+    """Levels some engine has a family for, best first."""
+    return [gk_isa_level_name(i).decode() for i in reversed(range(gk_isa_level_count()))
+            if gk_isa_level_compiled(i)]
 
 
 def _available_isas():
-    return [gk_qgemm_kernel_at(i).isa.decode()
-            for i in range(gk_qgemm_kernel_count()) if gk_qgemm_kernel_usable(i)]
+    """Levels usable on this machine (compiled and supported by the CPU/OS), best first."""
+    return [gk_isa_level_name(i).decode() for i in reversed(range(gk_isa_level_count()))
+            if gk_isa_level_usable(i)]
 
 
 def _set_isa(name):
-    """Switch the int8 kernel path (for tests and benchmarks); 'auto' picks the best."""
+    """Cap every engine at an ISA level (GEMMKIT_ISA; tests and benchmarks switch it between
+    calls); 'auto' picks the best usable one."""
     cdef bytes b = str(name).encode()
     cdef int rc = gk_select_isa(b)
-    if rc == 0:
+    if rc == GK_SELECT_OK:
         return
     avail = ", ".join(_available_isas())
-    if rc == -1:
-        if name in _KNOWN_ISAS:
-            raise ValueError(f"GEMMKIT_ISA={name!r}: that path is not compiled into this build; "
-                             f"available here: {avail} (or 'auto')")
-        raise ValueError(f"GEMMKIT_ISA={name!r} is not a known path; known paths: "
-                         f"{', '.join(_KNOWN_ISAS)}; available here: {avail} (or 'auto')")
+    if rc == GK_SELECT_NOT_COMPILED:
+        raise ValueError(f"GEMMKIT_ISA={name!r}: no kernel for that level is compiled into "
+                         f"this build; available here: {avail} (or 'auto')")
+    if rc == GK_SELECT_UNKNOWN:
+        raise ValueError(f"GEMMKIT_ISA={name!r} is not a known level on this architecture; "
+                         f"known: {', '.join(_levels())}; available here: {avail} (or 'auto')")
     raise ValueError(f"GEMMKIT_ISA={name!r}: this CPU/OS does not support it; "
                      f"available here: {avail} (or 'auto')")
+
+
+def _engines():
+    """Each engine's family at the selected level."""
+    return {
+        "qgemm": gk_qgemm_active().isa.decode(),
+        "gemm": {n: gk_gemm_kernel_for(i).isa.decode() for i, n in enumerate(_GEMM_DTYPE_NAMES)},
+        "codecs": gk_codecs_active().isa.decode(),
+    }
 
 
 def _read_num_threads():
@@ -61,15 +100,19 @@ _num_threads_requested = _read_num_threads()
 def cpu_info():
     """What gemmkit detected and uses.
 
-    Returns a dict: ``isa`` (the int8 path in use), ``available`` (paths usable on this
-    machine, best first), ``compiled`` (paths built into this binary), ``features`` (CPU
-    features detected, with OS support checked), ``num_threads`` (threads used per call;
-    GEMMKIT_NUM_THREADS is read, multi-threading is not implemented yet so this is 1) and
-    ``num_threads_requested``."""
+    Returns a dict: ``isa`` (the selected ISA level: the best usable one, or GEMMKIT_ISA),
+    ``engines`` (the kernel family each engine uses at that level: ``qgemm`` for
+    MatMulInteger/QLinearMatMul, ``gemm`` per Gemm element type, ``codecs`` for the bulk
+    float16/bfloat16 conversions), ``available`` (levels usable on this machine, best
+    first), ``compiled`` (levels some engine has a family for in this binary),
+    ``features`` (CPU features detected, with OS support checked), ``num_threads``
+    (threads used per call; GEMMKIT_NUM_THREADS is read, multi-threading is not
+    implemented yet so this is 1) and ``num_threads_requested``."""
     cdef const char *names[32]
     cdef int n = gk_cpu_feature_names(names, 32)
     return {
-        "isa": gk_active_isa().decode(),
+        "isa": gk_isa_level_name(gk_selected_level()).decode(),
+        "engines": _engines(),
         "available": _available_isas(),
         "compiled": _compiled_isas(),
         "features": [names[i].decode() for i in range(n)],

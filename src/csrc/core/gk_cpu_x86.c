@@ -33,16 +33,17 @@ static unsigned long long xgetbv0(void)
 #include <sys/syscall.h>
 #include <unistd.h>
 /* Linux (>= 5.16) enables AMX tile data per process on request; without it the first
- * tile instruction faults.  A syscall, not a SIMD instruction. */
-static int gk_amx_os_permission(void)
+ * tile instruction faults.  A syscall, not a SIMD instruction; the dispatch asks only when
+ * a selection reaches the amx level. */
+int gk_amx_request_permission(void)
 {
     const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 #elif defined(_WIN32)
-static int gk_amx_os_permission(void) { return 1; } /* XCR0 is the whole story on Windows */
+int gk_amx_request_permission(void) { return 1; } /* XCR0 is the whole story on Windows */
 #else
-static int gk_amx_os_permission(void) { return 0; } /* no known way to ask: not used */
+int gk_amx_request_permission(void) { return 0; } /* no known way to ask: not used */
 #endif
 
 unsigned gk_cpu_features_x86(void)
@@ -80,9 +81,9 @@ unsigned gk_cpu_features_x86(void)
             f |= GK_CPU_AVX512BF16;
     }
     /* AMX: CPUID AMX-TILE (edx bit 24) + AMX-INT8 (bit 25), XCR0 XTILECFG + XTILEDATA
-     * (bits 17-18), and on Linux the per-process permission for the tile data state. */
+     * (bits 17-18); the Linux per-process permission is gk_amx_request_permission's. */
     if ((edx7 & (3u << 24)) == (3u << 24) && (xcr0 & (3ull << 17)) == (3ull << 17) &&
-        zmm_os && gk_amx_os_permission())
+        zmm_os)
         f |= GK_CPU_AMXINT8;
     if (zmm_os && (ebx7 & (1u << 16))) {
         f |= GK_CPU_AVX512F;
@@ -97,5 +98,5 @@ unsigned gk_cpu_features_x86(void)
 }
 
 #else
-typedef int gk_cpu_x86_unused;
+int gk_amx_request_permission(void) { return 0; }
 #endif

@@ -1,7 +1,9 @@
-/* The one dispatch table: int8 kernel families compiled in, most specific first, each
- * with the CPU features it needs: everything its compile group's flags let the compiler
- * emit (setup.py), not only what its intrinsics use.  Filled at compile time; the selection is made once at
- * import (gk_select_isa) and read without locks afterwards. */
+/* THE dispatch (contract in gemmkit/gk_dispatch.h): the ISA levels of this architecture
+ * and one table per engine, most specific entry first.  Tables are constant, filled at
+ * compile time from the families the build made (GK_HAVE_<ISA>); an entry needs every
+ * feature its compile group's flags let the compiler emit (setup.py), not only what its
+ * intrinsics use.  The selection (one int) is made at import and read without locks;
+ * each engine's choice is recomputed from it on demand (a short table walk). */
 #include <string.h>
 
 #include "gemmkit/gk_dispatch.h"
@@ -9,48 +11,113 @@
 
 unsigned gk_cpu_features_x86(void);
 unsigned gk_cpu_features_arm(void);
+int gk_amx_request_permission(void);
+
+/* ---- levels ------------------------------------------------------------------------ */
+
+#define X86_AVX2 (GK_CPU_AVX2 | GK_CPU_FMA | GK_CPU_F16C)
+#define X86_AVX512 (GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX2 | GK_CPU_FMA)
+
+typedef struct {
+    const char *name;
+    unsigned needs; /* feature bits the level itself requires */
+} gk_level;
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+enum { L_SCALAR, L_SSE41, L_AVX2, L_AVXVNNI, L_AVX512VNNI, L_AMX, L_COUNT };
+static const gk_level levels[L_COUNT] = {
+    {"scalar", 0},
+    {"sse41", GK_CPU_SSE41},
+    {"avx2", X86_AVX2},
+    {"avxvnni", GK_CPU_AVXVNNI | GK_CPU_AVX2 | GK_CPU_FMA},
+    {"avx512vnni", X86_AVX512 | GK_CPU_AVX512VNNI},
+    {"amx", X86_AVX512 | GK_CPU_AVX512VNNI | GK_CPU_AMXINT8},
+};
+#elif defined(__aarch64__) || defined(_M_ARM64)
+enum { L_SCALAR, L_NEON, L_NEONDOT, L_I8MM, L_COUNT };
+static const gk_level levels[L_COUNT] = {
+    {"scalar", 0},
+    {"neon", GK_CPU_NEON},
+    {"neondot", GK_CPU_NEON | GK_CPU_NEONDOT},
+    {"i8mm", GK_CPU_NEON | GK_CPU_I8MM},
+};
+#else
+enum { L_SCALAR, L_COUNT };
+static const gk_level levels[L_COUNT] = {{"scalar", 0}};
+#endif
+
+/* ---- the engines' tables ------------------------------------------------------------ */
 
 typedef struct {
     const gk_qgemm_kernel *kernel;
-    unsigned needs;
+    int level;
 } gk_qentry;
 
 static const gk_qentry qtable[] = {
 #ifdef GK_HAVE_AMX
-    {&gk_qgemm_u8s8_amx,
-     GK_CPU_AMXINT8 | GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI |
-         GK_CPU_AVX2 | GK_CPU_FMA},
+    {&gk_qgemm_u8s8_amx, L_AMX},
 #endif
 #ifdef GK_HAVE_AVX512VNNI
-    {&gk_qgemm_u8s8_avx512vnni,
-     GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX512VNNI | GK_CPU_AVX2 |
-         GK_CPU_FMA},
+    {&gk_qgemm_u8s8_avx512vnni, L_AVX512VNNI},
 #endif
 #ifdef GK_HAVE_AVXVNNI
-    {&gk_qgemm_u8s8_avxvnni, GK_CPU_AVXVNNI | GK_CPU_AVX2 | GK_CPU_FMA},
+    {&gk_qgemm_u8s8_avxvnni, L_AVXVNNI},
 #endif
 #ifdef GK_HAVE_AVX2
-    {&gk_qgemm_u8s8_avx2, GK_CPU_AVX2 | GK_CPU_FMA | GK_CPU_F16C},
+    {&gk_qgemm_u8s8_avx2, L_AVX2},
 #endif
 #ifdef GK_HAVE_SSE41
-    {&gk_qgemm_u8s8_sse41, GK_CPU_SSE41},
+    {&gk_qgemm_u8s8_sse41, L_SSE41},
 #endif
 #ifdef GK_HAVE_I8MM
-    {&gk_qgemm_u8s8_i8mm, GK_CPU_NEON | GK_CPU_I8MM},
+    {&gk_qgemm_u8s8_i8mm, L_I8MM},
 #endif
 #ifdef GK_HAVE_NEONDOT
-    {&gk_qgemm_u8s8_neondot, GK_CPU_NEON | GK_CPU_NEONDOT},
+    {&gk_qgemm_u8s8_neondot, L_NEONDOT},
 #endif
 #ifdef GK_HAVE_NEON
-    {&gk_qgemm_u8s8_neon, GK_CPU_NEON},
+    {&gk_qgemm_u8s8_neon, L_NEON},
 #endif
-    {&gk_qgemm_u8s8_scalar, 0},
+    {&gk_qgemm_u8s8_scalar, L_SCALAR},
 };
 #define QTABLE_LEN ((int)(sizeof(qtable) / sizeof(qtable[0])))
 
+typedef struct {
+    const gk_gemm_kernel *kernel;
+    int level;
+} gk_gentry;
+
+/* One row per element type, most specific first, ended by its scalar family.  A SIMD
+ * family plugs in as {&gk_gemm_f32_avx2, L_AVX2} before the scalar entry of its row. */
+#define GEMM_ROW_MAX 8
+static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
+    [GK_DT_F16] = {{&gk_gemm_f16_scalar, L_SCALAR}},
+    [GK_DT_BF16] = {{&gk_gemm_bf16_scalar, L_SCALAR}},
+    [GK_DT_F32] = {{&gk_gemm_f32_scalar, L_SCALAR}},
+    [GK_DT_F64] = {{&gk_gemm_f64_scalar, L_SCALAR}},
+    [GK_DT_I32] = {{&gk_gemm_i32_scalar, L_SCALAR}},
+    [GK_DT_U32] = {{&gk_gemm_u32_scalar, L_SCALAR}},
+    [GK_DT_I64] = {{&gk_gemm_i64_scalar, L_SCALAR}},
+    [GK_DT_U64] = {{&gk_gemm_u64_scalar, L_SCALAR}},
+};
+
+typedef struct {
+    const gk_codecs_kernel *kernel;
+    int level;
+} gk_centry;
+
+static const gk_centry ctable[] = {
+#ifdef GK_HAVE_AVX2
+    {&gk_codecs_avx2, L_AVX2},
+#endif
+    {&gk_codecs_scalar, L_SCALAR},
+};
+#define CTABLE_LEN ((int)(sizeof(ctable) / sizeof(ctable[0])))
+
+/* ---- detection ----------------------------------------------------------------------- */
+
 static volatile int features_done;
 static volatile unsigned features;
-static volatile int active = -1;
 
 unsigned gk_cpu_features(void)
 {
@@ -91,6 +158,117 @@ int gk_cpu_feature_names(const char **names, int cap)
     return n;
 }
 
+static int has(unsigned needs) { return (gk_cpu_features() & needs) == needs; }
+
+/* ---- levels and the selection ---------------------------------------------------------- */
+
+int gk_isa_level_count(void) { return L_COUNT; }
+
+const char *gk_isa_level_name(int level)
+{
+    return level >= 0 && level < L_COUNT ? levels[level].name : 0;
+}
+
+int gk_isa_level_compiled(int level)
+{
+    if (level < 0 || level >= L_COUNT)
+        return 0;
+    if (level == L_SCALAR)
+        return 1;
+    for (int i = 0; i < QTABLE_LEN; i++)
+        if (qtable[i].level == level)
+            return 1;
+    for (int d = 0; d < GK_DT_COUNT; d++)
+        for (int i = 0; i < GEMM_ROW_MAX && gtable[d][i].kernel; i++)
+            if (gtable[d][i].level == level)
+                return 1;
+    for (int i = 0; i < CTABLE_LEN; i++)
+        if (ctable[i].level == level)
+            return 1;
+    return 0;
+}
+
+/* CPU/OS support of a level, the AMX tile permission aside. */
+static int level_supported(int level) { return has(levels[level].needs); }
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+/* -1 not asked yet, else the answer.  Asked at most once, only when a selection reaches
+ * amx: the request enlarges the process's signal frames, which no other path needs. */
+static volatile int amx_permission = -1;
+static int amx_allowed(void)
+{
+    int p = amx_permission;
+    if (p < 0) {
+        p = gk_amx_request_permission();
+        amx_permission = p;
+    }
+    return p;
+}
+/* Selecting asks; reporting (usable, available) and running only read the answer, and
+ * count "not asked yet" as allowed. */
+#define LEVEL_PERMITTED(l) ((l) != L_AMX || amx_allowed())
+#define LEVEL_NOT_REFUSED(l) ((l) != L_AMX || amx_permission != 0)
+#else
+#define LEVEL_PERMITTED(l) 1
+#define LEVEL_NOT_REFUSED(l) 1
+#endif
+
+int gk_isa_level_usable(int level)
+{
+    if (level < 0 || level >= L_COUNT)
+        return 0;
+    return gk_isa_level_compiled(level) && level_supported(level) && LEVEL_NOT_REFUSED(level);
+}
+
+static volatile int selected = -1; /* -1: not made yet (first use picks "auto") */
+
+static int best_level(void)
+{
+    for (int l = L_COUNT - 1; l > L_SCALAR; l--)
+        if (gk_isa_level_compiled(l) && level_supported(l) && LEVEL_PERMITTED(l))
+            return l;
+    return L_SCALAR;
+}
+
+int gk_selected_level(void)
+{
+    int s = selected;
+    if (s < 0) {
+        s = best_level();
+        selected = s;
+    }
+    return s;
+}
+
+int gk_select_isa(const char *name)
+{
+    if (name == 0 || name[0] == 0 || strcmp(name, "auto") == 0) {
+        selected = best_level();
+        return GK_SELECT_OK;
+    }
+    for (int l = 0; l < L_COUNT; l++) {
+        if (strcmp(levels[l].name, name) != 0)
+            continue;
+        if (!gk_isa_level_compiled(l))
+            return GK_SELECT_NOT_COMPILED;
+        if (!level_supported(l) || !LEVEL_PERMITTED(l))
+            return GK_SELECT_UNSUPPORTED;
+        selected = l;
+        return GK_SELECT_OK;
+    }
+    return GK_SELECT_UNKNOWN;
+}
+
+/* An entry runs when it is at or below the selected level and its level is usable here
+ * (levels below a usable one are not necessarily usable: avxvnni without avx512).  The
+ * AMX permission was asked for when the selection reached amx. */
+static int entry_ok(int level)
+{
+    return level <= gk_selected_level() && level_supported(level) && LEVEL_NOT_REFUSED(level);
+}
+
+/* ---- int8 engine --------------------------------------------------------------------- */
+
 int gk_qgemm_kernel_count(void) { return QTABLE_LEN; }
 
 const gk_qgemm_kernel *gk_qgemm_kernel_at(int i)
@@ -102,44 +280,49 @@ int gk_qgemm_kernel_usable(int i)
 {
     if (i < 0 || i >= QTABLE_LEN)
         return 0;
-    return (gk_cpu_features() & qtable[i].needs) == qtable[i].needs;
-}
-
-static int first_usable(void)
-{
-    for (int i = 0; i < QTABLE_LEN; i++)
-        if (gk_qgemm_kernel_usable(i))
-            return i;
-    return QTABLE_LEN - 1;
+    return level_supported(qtable[i].level) && LEVEL_PERMITTED(qtable[i].level);
 }
 
 const gk_qgemm_kernel *gk_qgemm_active(void)
 {
-    int a = active;
-    if (a < 0) {
-        a = first_usable();
-        active = a;
-    }
-    return qtable[a].kernel;
+    for (int i = 0; i < QTABLE_LEN; i++)
+        if (entry_ok(qtable[i].level))
+            return qtable[i].kernel;
+    return &gk_qgemm_u8s8_scalar;
 }
 
 const char *gk_active_isa(void) { return gk_qgemm_active()->isa; }
 
-int gk_select_isa(const char *name)
+/* ---- Gemm engine ----------------------------------------------------------------------- */
+
+const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
 {
-    int known = 0;
-    if (name == 0 || name[0] == 0 || strcmp(name, "auto") == 0) {
-        active = first_usable();
+    if (dtype < 0 || dtype >= GK_DT_COUNT)
         return 0;
-    }
-    for (int i = 0; i < QTABLE_LEN; i++) {
-        if (strcmp(qtable[i].kernel->isa, name) == 0) {
-            known = 1;
-            if (gk_qgemm_kernel_usable(i)) {
-                active = i;
-                return 0;
-            }
-        }
-    }
-    return known ? -2 : -1;
+    for (int i = 0; i < GEMM_ROW_MAX && gtable[dtype][i].kernel; i++)
+        if (entry_ok(gtable[dtype][i].level))
+            return gtable[dtype][i].kernel;
+    return 0; /* unreachable: every row ends with its scalar family */
+}
+
+/* ---- codecs engine ----------------------------------------------------------------------- */
+
+int gk_codecs_kernel_count(void) { return CTABLE_LEN; }
+
+const gk_codecs_kernel *gk_codecs_kernel_at(int i)
+{
+    return (i >= 0 && i < CTABLE_LEN) ? ctable[i].kernel : 0;
+}
+
+int gk_codecs_kernel_usable(int i)
+{
+    return i >= 0 && i < CTABLE_LEN && level_supported(ctable[i].level);
+}
+
+const gk_codecs_kernel *gk_codecs_active(void)
+{
+    for (int i = 0; i < CTABLE_LEN; i++)
+        if (entry_ok(ctable[i].level))
+            return ctable[i].kernel;
+    return &gk_codecs_scalar;
 }

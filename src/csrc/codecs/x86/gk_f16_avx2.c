@@ -1,5 +1,5 @@
 /* Bulk float16/bfloat16 <-> float32 with F16C and AVX2 (built with -mavx2 -mfma -mf16c; called
- * only after gk_cpu_features() reported AVX2 and F16C).
+ * only where the dispatch found AVX2 and F16C: the gk_codecs_avx2 family).
  *
  * Each function is bit-identical to the scalar inline conversion in gk_codecs.h for every
  * input, NaN included:
@@ -14,7 +14,7 @@
 
 #include <immintrin.h>
 
-void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n)
+static void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -25,7 +25,7 @@ void gk_f16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n)
         dst[i] = gk_f16_to_f32(src[i]);
 }
 
-void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n)
+static void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -36,7 +36,7 @@ void gk_f32_to_f16_n_avx2(const float *src, uint16_t *dst, size_t n)
         dst[i] = gk_f32_to_f16(src[i]);
 }
 
-void gk_bf16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n)
+static void gk_bf16_to_f32_n_avx2(const uint16_t *src, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -66,7 +66,7 @@ static inline __m256i gk_f32_to_bf16_x8_avx2(__m256i u)
     return _mm256_blendv_epi8(rounded, nan, is_nan);
 }
 
-void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n)
+static void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -87,3 +87,7 @@ void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n)
     for (; i < n; i++)
         dst[i] = gk_f32_to_bf16(src[i]);
 }
+
+const gk_codecs_kernel gk_codecs_avx2 = {
+    "avx2", gk_f16_to_f32_n_avx2, gk_f32_to_f16_n_avx2, gk_bf16_to_f32_n_avx2, gk_f32_to_bf16_n_avx2,
+};
