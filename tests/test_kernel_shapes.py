@@ -1,0 +1,76 @@
+"""Shapes derived from each int8 family's own block sizes (read from the module, not copied):
+every tile edge, the small-M limit on both sides, depths around the family's depth step,
+on every kernel path, against the exact oracle."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oracles as o
+from strategies import rand_extreme
+
+U8, S8 = np.uint8, np.int8
+
+
+def _info():
+    from gemmkit import _core
+    return _core._qgemm_family_info()
+
+
+def _around(x, lo=1):
+    return sorted({v for v in (x - 1, x, x + 1) if v >= lo})
+
+
+def _shapes(f):
+    """(M, N, K) triples around the family's mr, nr, kstep and small-M limit."""
+    ms = set(_around(f["mr"])) | {2 * f["mr"] + 1, 3}
+    if f["smallm_max"]:
+        ms |= set(_around(f["smallm_max"]))
+    ns = set(_around(f["nr"])) | {2 * f["nr"] + 1, 1}
+    ks = set(_around(f["kstep"])) | {4 * f["kstep"] + 1, 1, 67}
+    out = []
+    for m in sorted(ms):
+        for n in sorted(ns):
+            for k in sorted(ks):
+                out.append((m, n, k))
+    return out
+
+
+def test_family_info_matches_cpu_info(isa):
+    import gemmkit
+    f = _info()
+    assert f["isa"] == gemmkit.cpu_info()["engines"]["qgemm"] == isa
+    assert f["mr"] >= 1 and f["nr"] >= 1 and f["kstep"] >= 1
+    assert 0 <= f["smallm_max"] <= 64 and f["kchunk"] >= 1024
+
+
+@pytest.mark.parametrize("signs", ["u8s8", "s8u8", "u8u8", "s8s8"])
+def test_tile_edges_exact(isa, signs):
+    gk = pytest.importorskip("gemmkit")
+    ta = U8 if signs[:2] == "u8" else S8
+    tb = U8 if signs[2:] == "u8" else S8
+    rng = np.random.default_rng(len(isa) * 7 + len(signs))
+    for (m, n, k) in _shapes(_info()):
+        a = rand_extreme(rng, (m, k), ta)
+        b = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (k, n)).astype(tb)
+        azp = rng.integers(np.iinfo(ta).min, np.iinfo(ta).max + 1, (m,)).astype(ta)
+        bzp = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (n,)).astype(tb)
+        np.testing.assert_array_equal(gk.matmul_integer(a, b, azp, bzp),
+                                      o.matmul_integer(a, b, azp, bzp), err_msg=str((m, n, k)))
+        args = (a, np.full((m,), 0.02, np.float32), azp, b,
+                rng.uniform(0.01, 0.03, (n,)).astype(np.float32), bzp, np.float32(0.5),
+                np.array(3, ta))
+        exp, _ = o.qlinear_matmul(*args)
+        np.testing.assert_array_equal(gk.qlinear_matmul(*args), exp, err_msg=str((m, n, k)))
+
+
+def test_depth_around_the_chunk_exact(isa):
+    """K just below, at and above the driver's depth chunk, small M/N."""
+    gk = pytest.importorskip("gemmkit")
+    kc = _info()["kchunk"]
+    rng = np.random.default_rng(5)
+    for k in (kc - 1, kc, kc + 1):
+        a = rng.integers(0, 256, (2, k)).astype(U8)
+        b = rng.integers(-128, 128, (k, 3)).astype(S8)
+        np.testing.assert_array_equal(gk.matmul_integer(a, b, np.uint8(7), np.int8(-3)),
+                                      o.matmul_integer(a, b, np.uint8(7), np.int8(-3)))
