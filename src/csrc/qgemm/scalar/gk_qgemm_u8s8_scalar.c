@@ -116,4 +116,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
     "scalar", GK_SCALAR_MR, GK_SCALAR_NR, 1, 1, 1,
     gk_qgemm_u8s8_scalar_pack_a, gk_qgemm_u8s8_scalar_pack_b, gk_qgemm_u8s8_scalar_4x4_ukernel,
     GK_SCALAR_MR, gk_qgemm_u8s8_scalar_smallm,
+    NULL, NULL, /* begin, end: none */
 };

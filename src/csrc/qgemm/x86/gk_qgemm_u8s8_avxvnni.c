@@ -94,4 +94,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avxvnni = {
     "avxvnni", 4, 24, 4, 1, 1,
     gk_qgemm_u8s8_avxvnni_pack_a, gk_qgemm_u8s8_avxvnni_pack_b, gk_qgemm_u8s8_avxvnni_4x24_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avxvnni_smallm,
+    NULL, NULL, /* begin, end: none */
 };

@@ -92,4 +92,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_sse41 = {
     "sse41", GK_SSE41_MR, GK_SSE41_NR, 2, 2, 2,
     gk_qgemm_u8s8_sse41_pack_a, gk_qgemm_u8s8_sse41_pack_b, gk_qgemm_u8s8_sse41_4x8_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_sse41_smallm,
+    NULL, NULL, /* begin, end: none */
 };
