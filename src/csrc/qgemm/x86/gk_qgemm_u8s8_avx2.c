@@ -10,16 +10,13 @@
  *   B panel: per k-pair g, NR int32 words = (b'[2g, j], b'[2g+1, j]) as int16
  * Partial tiles go through a stack tile and the scalar epilogue.
  *
- * Read top to bottom: the epilogue (gk_qepi_x86.inc at 8 lanes), the packers and
- * micro-kernel (gk_qpack_pair.h, gk_qukernel_ymm.inc with this family's k-loop), the
- * small-M path (gk_qsmallm_pair.inc), the family's table entry. */
+ * Read top to bottom: the packers and micro-kernel (gk_qpack_pair.h, gk_qukernel_ymm.inc
+ * with this family's k-loop, epilogue gk_qepi_x86.inc at 8 lanes), the small-M path
+ * (gk_qsmallm_pair.inc), the family's table entry. */
 #include <immintrin.h>
 
 #include "gk_qgemm_x86_common.h"
 #include "gk_qpack_pair.h"
-
-#define GK_EPI_LANES 8
-#include "gk_qepi_x86.inc" /* gk_qepi_ymm_dot */
 
 /* ---------------------------------------------------------------- packing, micro-kernel */
 

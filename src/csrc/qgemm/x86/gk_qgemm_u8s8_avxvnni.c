@@ -6,15 +6,12 @@
  * gk_qgemm_x86_common.h (same packers as the AVX-512 VNNI family).  Partial tiles go
  * through a stack tile and the scalar epilogue (no byte masks before AVX-512).
  *
- * Read top to bottom: the epilogue (gk_qepi_x86.inc at 8 lanes), the packers
- * (gk_qpack_quad.inc in VEX encoding), the micro-kernel (gk_qukernel_ymm.inc with this
- * family's k-loop), the small-M path (gk_qsmallm_quad.inc on ymm), the table entry. */
+ * Read top to bottom: the packers (gk_qpack_quad.inc in VEX encoding), the micro-kernel
+ * (gk_qukernel_ymm.inc with this family's k-loop, epilogue gk_qepi_x86.inc at 8 lanes),
+ * the small-M path (gk_qsmallm_quad.inc on ymm), the family's table entry. */
 #include <immintrin.h>
 
 #include "gk_qgemm_x86_common.h"
-
-#define GK_EPI_LANES 8
-#include "gk_qepi_x86.inc" /* gk_qepi_ymm_dot */
 
 /* ---------------------------------------------------------------- packing, micro-kernel */
 

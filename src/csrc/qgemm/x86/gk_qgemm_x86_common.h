@@ -1,6 +1,19 @@
 /* Helpers shared by the x86 int8 kernel files (each includes this header and compiles it
  * with its own ISA flags; everything here is static, plain C or SSE2, the x86-64 base).
- * Not a template: no parameters; the templates are the .inc files next to it. 
+ *
+ * The x86 int8 files, each family read top to bottom from its own .c file:
+ *   gk_qgemm_u8s8_<isa>.c   a family: packers, micro-kernel, small-M path, table entry
+ *                           (sse41, avx2, avxvnni, avx512vnni, amx)
+ *   gk_qgemm_x86_common.h   this file: panel layout, scalar packing tails, small-M helpers
+ *   gk_qepi_x86.inc         template: the fused requantization epilogue at 4/8/16 lanes
+ *   gk_qpack_pair.h         packing into int16 pairs (kstep 2: sse41, avx2)
+ *   gk_qpack_quad.inc       template: packing into byte quads (kstep 4: the vpdpbusd
+ *                           families; amx's B panels)
+ *   gk_qukernel_ymm.inc     template: packers + micro-kernel of avx2 and avxvnni
+ *   gk_qsmallm_pair.inc     template: small-M path of sse41 (xmm) and avx2 (ymm)
+ *   gk_qsmallm_quad.inc     template: small-M path of avxvnni (ymm), avx512vnni, amx (zmm)
+ * Templates (.inc) take GK_-prefixed parameters, #error when one is missing and #undef
+ * them at the end; they call only what they include.
  *
  * Panel layout used by every x86 family, parametrised by R (mr or nr), KS (kstep) and
  * EB (element bytes): the packed element (r, d) of panel p = r / R lives at element index
