@@ -188,6 +188,27 @@ static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, in
     }
 }
 
+/* gcc's _tile_loadd / _tile_stream_loadd / _tile_stored (gcc 12) pass the stride as a
+ * `long`, which is 32 bits on Windows (LLP64): mingw-w64 then emits an invalid
+ * (%base, %e.., 1) address.  There, the same instructions with a 64-bit stride operand;
+ * everywhere else the intrinsics themselves. */
+#if GK_GCC && defined(_WIN32)
+#define GK_TILE_LOADD(t, p, s)                                                             \
+    __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}" \
+                     ::"r"((const void *)(p)), "r"((long long)(s)))
+#define GK_TILE_STREAM_LOADD(t, p, s)                                                      \
+    __asm__ volatile("{tileloaddt1\t(%0,%1,1), %%tmm" #t "|tileloaddt1\t%%tmm" #t ", [%0+%1*1]}" \
+                     ::"r"((const void *)(p)), "r"((long long)(s)))
+#define GK_TILE_STORED(t, p, s)                                                            \
+    __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" \
+                     ::"r"((void *)(p)), "r"((long long)(s))                               \
+                     : "memory")
+#else
+#define GK_TILE_LOADD(t, p, s) _tile_loadd(t, p, s)
+#define GK_TILE_STREAM_LOADD(t, p, s) _tile_stream_loadd(t, p, s)
+#define GK_TILE_STORED(t, p, s) _tile_stored(t, p, s)
+#endif
+
 /* Tile registers are not renamed: a tileloadd into a tile waits until every earlier
  * tdpbusd reading it is done.  So the 2 x 2 loop is software-pipelined (the next block's
  * A0 / B0 are loaded as soon as their last reader of this block has issued, A1 / B1
@@ -197,10 +218,10 @@ static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, in
 /* A panels are streamed (each is read by one ukernel call per B panel, from L2):
  * tileloaddt1 keeps them from evicting the B panel, which the driver's consecutive calls
  * reuse from L1 (measured +20% at 1024^3 over plain tileloadd). */
-#define LA0(t, p) _tile_stream_loadd(t, (p), GK_AMX_KS)
-#define LA1(t, p) _tile_stream_loadd(t, (p) + 16 * GK_AMX_KS, GK_AMX_KS)
-#define LB0(t, p) _tile_loadd(t, (p), 2 * GK_AMX_KS)
-#define LB1(t, p) _tile_loadd(t, (p) + GK_AMX_KS, 2 * GK_AMX_KS)
+#define LA0(t, p) GK_TILE_STREAM_LOADD(t, (p), GK_AMX_KS)
+#define LA1(t, p) GK_TILE_STREAM_LOADD(t, (p) + 16 * GK_AMX_KS, GK_AMX_KS)
+#define LB0(t, p) GK_TILE_LOADD(t, (p), 2 * GK_AMX_KS)
+#define LB1(t, p) GK_TILE_LOADD(t, (p) + GK_AMX_KS, 2 * GK_AMX_KS)
 
 static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
                                             const void *b_panel, const gk_qepi *e, int m0, int n0)
@@ -232,10 +253,10 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
             _tile_dpbusd(6, 1, 2);
             _tile_dpbusd(7, 1, 3);
         }
-        _tile_stored(4, t, GK_AMX_NR * 4);
-        _tile_stored(5, t + 16, GK_AMX_NR * 4);
-        _tile_stored(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
-        _tile_stored(7, t + 16 * GK_AMX_NR + 16, GK_AMX_NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(5, t + 16, GK_AMX_NR * 4);
+        GK_TILE_STORED(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
+        GK_TILE_STORED(7, t + 16 * GK_AMX_NR + 16, GK_AMX_NR * 4);
     } else if (two_n) { /* rows 16..31 are padding: C 4, 5; X = {A 0, B 2, 3}, Y = {1, 6, 7} */
         _tile_zero(5);
         int b = 0;
@@ -252,8 +273,8 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(5, 0, 3);
         }
-        _tile_stored(4, t, GK_AMX_NR * 4);
-        _tile_stored(5, t + 16, GK_AMX_NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(5, t + 16, GK_AMX_NR * 4);
     } else if (two_m) { /* columns 16..31 are padding: C 4, 6; X = {A 0, 1, B 2}, Y = {3, 5, 7} */
         _tile_zero(6);
         int b = 0;
@@ -270,8 +291,8 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(6, 1, 2);
         }
-        _tile_stored(4, t, GK_AMX_NR * 4);
-        _tile_stored(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
     } else { /* C 4; X = {A 0, B 2}, Y = {1, 3} */
         int b = 0;
         for (; b + 2 <= nb; b += 2, pa += 2 * GK_AMX_ABLK, pb += 2 * GK_AMX_BBLK) {
@@ -284,7 +305,7 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
             LA0(0, pa); LB0(2, pb);
             _tile_dpbusd(4, 0, 2);
         }
-        _tile_stored(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
     }
     gk_qgemm_u8s8_amx_tile_epilogue(e, m0, n0, mr_valid, nr_valid, t);
 }
@@ -293,6 +314,9 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
 #undef LA1
 #undef LB0
 #undef LB1
+#undef GK_TILE_LOADD
+#undef GK_TILE_STREAM_LOADD
+#undef GK_TILE_STORED
 
 /* ---------------------------------------------------------------- small M */
 
