@@ -113,9 +113,14 @@ typedef struct gk_qgemm_kernel {
 /* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */
 extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
 
-/* The reference epilogue, in two steps so kernels that correct zero points in vector
- * registers can finish lanes with the same scalar tail.  SIMD paths must equal it bit
- * for bit. */
+/* The reference epilogue, THE scalar definition of the output of every path (DESIGN.md
+ * section 2).  SIMD epilogues (src/csrc/qgemm/x86/gk_qepi_x86.inc, arm/gk_qepi_neon.h)
+ * must equal it bit for bit; their partial tiles and unusual strides call it directly.
+ * Three entry points, by how much of the zero-point correction the caller has done:
+ *   gk_qepi_store_y    y = the corrected int32 Y[m, n]
+ *   gk_qepi_store1_cc  the raw dot product plus this column's colcorr (small-M paths,
+ *                      where epi->b_colcorr is NULL and the kernel computes colcorr)
+ *   gk_qepi_store1     the raw dot product (packed paths: colcorr from epi->b_colcorr) */
 static inline void gk_qepi_store_y(const gk_qepi *e, int m, int n, uint32_t y)
 {
     if (e->kind == GK_QOUT_I32) {
@@ -135,12 +140,19 @@ static inline void gk_qepi_store_y(const gk_qepi *e, int m, int n, uint32_t y)
     }
 }
 
-/* Zero-point correction of one raw dot product (mod 2**32), then gk_qepi_store_y. */
-static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
+/* Zero-point correction of one raw dot product (mod 2**32) with column n's colcorr
+ * (colsum(b')[n] - K zb[n]) given, then gk_qepi_store_y. */
+static inline void gk_qepi_store1_cc(const gk_qepi *e, int m, int n, uint32_t dot, uint32_t cc)
 {
     gk_qepi_store_y(e, m, n,
                     dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n]
-                        - (uint32_t)e->a_zp[m] * (uint32_t)e->b_colcorr[n]);
+                        - (uint32_t)e->a_zp[m] * cc);
+}
+
+/* Zero-point correction of one raw dot product (mod 2**32), then gk_qepi_store_y. */
+static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
+{
+    gk_qepi_store1_cc(e, m, n, dot, (uint32_t)e->b_colcorr[n]);
 }
 
 #ifdef __cplusplus

@@ -12,29 +12,56 @@
  * acc[p][q] is the 2x2 block {rows 2p, 2p+1} x {cols 2q, 2q+1}, row-major in its lanes;
  * ZIP1/ZIP2 on 64-bit lanes of acc[p][2h], acc[p][2h+1] give rows 2p and 2p+1 over
  * columns 4h..4h+3. */
-#include "gk_arm_qcommon.h"
-#include "gk_arm_qdot_smallm.h"
+#if defined(_MSC_VER) && !defined(__clang__)
+/* MSVC has no -march=...+i8mm: such builds do not get this family (an empty translation
+ * unit; the dispatcher lists the family only where GK_HAVE_I8MM is defined). */
+typedef int gk_qgemm_u8s8_i8mm_not_built;
+#else
+#if !defined(__ARM_FEATURE_DOTPROD) || !defined(__ARM_FEATURE_MATMUL_INT8)
+#error "gk_qgemm_u8s8_i8mm.c needs FEAT_DotProd and FEAT_I8MM (-march=armv8.2-a+dotprod+i8mm)"
+#endif
 
-#define MR 8
-#define NR 8
-#define KS 8
+#include "gk_qgemm_arm_common.h"
+#include "gk_qepi_neon.h"
+#include "gk_qpack_arm.h"
 
-#define GK_ARM_B_STORE_BIAS 0
-#include "gk_arm_qpack_fns.h"
+#define GK_I8MM_MR 8
+#define GK_I8MM_NR 8
+#define GK_I8MM_KS 8
+
+/* ---------------------------------------------------------------- packing */
+
+static void gk_qgemm_u8s8_i8mm_pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs,
+                                      ptrdiff_t cs, uint8_t a_xor, void *dst, int32_t *rowsum)
+{
+    gk_arm_pack_panels(mc, k, a, rs, cs, a_xor, a_xor, 0, GK_I8MM_MR, GK_I8MM_KS, (uint8_t *)dst,
+                       rowsum);
+}
+
+/* B stored as b' itself; the column sums are of b'. */
+static void gk_qgemm_u8s8_i8mm_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs,
+                                      ptrdiff_t cs, uint8_t b_xor, void *dst, int32_t *colsum)
+{
+    gk_arm_pack_panels(nc, k, b, cs, rs, b_xor, b_xor, 1, GK_I8MM_NR, GK_I8MM_KS,
+                       (uint8_t *)dst, colsum);
+}
+
+/* ---------------------------------------------------------------- micro-kernel */
 
 #define GK_MM(p, q) acc[p][q] = vusmmlaq_s32(acc[p][q], a##p, b##q)
 
-static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
-                    const void *b_panel, const gk_qepi *epi, int m0, int n0)
+static void gk_qgemm_u8s8_i8mm_8x8_ukernel(int mr_valid, int nr_valid, int kp,
+                                           const void *a_panel, const void *b_panel,
+                                           const gk_qepi *epi, int m0, int n0)
 {
     const uint8_t *a = (const uint8_t *)a_panel;
     const int8_t *b = (const int8_t *)b_panel;
-    int32x4_t acc[MR / 2][NR / 2];
-    for (int p = 0; p < MR / 2; p++)
-        for (int q = 0; q < NR / 2; q++)
+    int32x4_t acc[GK_I8MM_MR / 2][GK_I8MM_NR / 2];
+    for (int p = 0; p < GK_I8MM_MR / 2; p++)
+        for (int q = 0; q < GK_I8MM_NR / 2; q++)
             acc[p][q] = vdupq_n_s32(0);
 
-    for (int kb = 0; kb < kp; kb += KS) {
+    for (int kb = 0; kb < kp; kb += GK_I8MM_KS) {
         const uint8x16_t a0 = vld1q_u8(a), a1 = vld1q_u8(a + 16), a2 = vld1q_u8(a + 32),
                          a3 = vld1q_u8(a + 48);
         const int8x16_t b0 = vld1q_s8(b), b1 = vld1q_s8(b + 16), b2 = vld1q_s8(b + 32),
@@ -43,8 +70,8 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
         GK_MM(1, 0); GK_MM(1, 1); GK_MM(1, 2); GK_MM(1, 3);
         GK_MM(2, 0); GK_MM(2, 1); GK_MM(2, 2); GK_MM(2, 3);
         GK_MM(3, 0); GK_MM(3, 1); GK_MM(3, 2); GK_MM(3, 3);
-        a += MR * KS;
-        b += NR * KS;
+        a += GK_I8MM_MR * GK_I8MM_KS;
+        b += GK_I8MM_NR * GK_I8MM_KS;
     }
 
     for (int h = 0; h < 2; h++) {
@@ -54,7 +81,7 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
         const int n = n0 + 4 * h;
         const int32x4_t bzp = gk_arm_load_s32(epi->b_zp + n, nv);
         const int32x4_t ccorr = gk_arm_load_s32(epi->b_colcorr + n, nv);
-        for (int p = 0; p < MR / 2; p++) {
+        for (int p = 0; p < GK_I8MM_MR / 2; p++) {
             const int64x2_t lo = vreinterpretq_s64_s32(acc[p][2 * h]);
             const int64x2_t hi = vreinterpretq_s64_s32(acc[p][2 * h + 1]);
             for (int r = 0; r < 2; r++) {
@@ -70,8 +97,19 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
         }
     }
 }
+#undef GK_MM
+
+/* ---------------------------------------------------------------- small M */
+
+#define GK_SMA_UDOT 1
+#define GK_SMA_NAME gk_qgemm_u8s8_i8mm_smallm
+#include "gk_qsmallm_arm.inc"
 
 const gk_qgemm_kernel gk_qgemm_u8s8_i8mm = {
-    "i8mm", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel,
-    GK_ARM_SMALLM_MAX, gk_arm_dot_smallm,
+    "i8mm", GK_I8MM_MR, GK_I8MM_NR, GK_I8MM_KS, 1, 1,
+    gk_qgemm_u8s8_i8mm_pack_a, gk_qgemm_u8s8_i8mm_pack_b, gk_qgemm_u8s8_i8mm_8x8_ukernel,
+    GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_i8mm_smallm,
+    NULL, NULL, /* begin, end: none */
 };
+
+#endif /* MSVC */

@@ -7,22 +7,22 @@
  * Sums are kept in uint32_t: wrap-around modulo 2**32 is exactly ONNX's int32 overflow. */
 #include "gemmkit/gk_qgemm.h"
 
-#define MR 4
-#define NR 4
+#define GK_SCALAR_MR 4
+#define GK_SCALAR_NR 4
 
-static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
-                   uint8_t a_xor, void *dst, int32_t *rowsum)
+static void gk_qgemm_u8s8_scalar_pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs,
+                                        ptrdiff_t cs, uint8_t a_xor, void *dst, int32_t *rowsum)
 {
     uint8_t *d = (uint8_t *)dst;
-    for (int i0 = 0; i0 < mc; i0 += MR) {
+    for (int i0 = 0; i0 < mc; i0 += GK_SCALAR_MR) {
         for (int kk = 0; kk < k; kk++) {
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < GK_SCALAR_MR; i++) {
                 int row = i0 + i;
-                d[(ptrdiff_t)kk * MR + i] =
+                d[(ptrdiff_t)kk * GK_SCALAR_MR + i] =
                     row < mc ? (uint8_t)(a[row * rs + kk * cs] ^ a_xor) : 0;
             }
         }
-        d += (ptrdiff_t)k * MR;
+        d += (ptrdiff_t)k * GK_SCALAR_MR;
     }
     for (int i = 0; i < mc; i++) {
         uint32_t s = 0;
@@ -32,19 +32,19 @@ static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
     }
 }
 
-static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
-                   uint8_t b_xor, void *dst, int32_t *colsum)
+static void gk_qgemm_u8s8_scalar_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs,
+                                        ptrdiff_t cs, uint8_t b_xor, void *dst, int32_t *colsum)
 {
     int8_t *d = (int8_t *)dst;
-    for (int j0 = 0; j0 < nc; j0 += NR) {
+    for (int j0 = 0; j0 < nc; j0 += GK_SCALAR_NR) {
         for (int kk = 0; kk < k; kk++) {
-            for (int j = 0; j < NR; j++) {
+            for (int j = 0; j < GK_SCALAR_NR; j++) {
                 int col = j0 + j;
-                d[(ptrdiff_t)kk * NR + j] =
+                d[(ptrdiff_t)kk * GK_SCALAR_NR + j] =
                     col < nc ? (int8_t)(b[kk * rs + col * cs] ^ b_xor) : 0;
             }
         }
-        d += (ptrdiff_t)k * NR;
+        d += (ptrdiff_t)k * GK_SCALAR_NR;
     }
     for (int j = 0; j < nc; j++) {
         uint32_t s = 0;
@@ -54,17 +54,19 @@ static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
     }
 }
 
-static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
-                    const void *b_panel, const gk_qepi *epi, int m0, int n0)
+static void gk_qgemm_u8s8_scalar_4x4_ukernel(int mr_valid, int nr_valid, int kp,
+                                             const void *a_panel, const void *b_panel,
+                                             const gk_qepi *epi, int m0, int n0)
 {
     const uint8_t *a = (const uint8_t *)a_panel;
     const int8_t *b = (const int8_t *)b_panel;
-    uint32_t acc[MR][NR] = {{0}};
+    uint32_t acc[GK_SCALAR_MR][GK_SCALAR_NR] = {{0}};
     for (int kk = 0; kk < kp; kk++) {
-        for (int i = 0; i < MR; i++) {
-            for (int j = 0; j < NR; j++) {
+        for (int i = 0; i < GK_SCALAR_MR; i++) {
+            for (int j = 0; j < GK_SCALAR_NR; j++) {
                 /* |a*b| <= 255*128: one exact product, added in 32 bits */
-                acc[i][j] += (uint32_t)((int32_t)a[kk * MR + i] * (int32_t)b[kk * NR + j]);
+                acc[i][j] += (uint32_t)((int32_t)a[kk * GK_SCALAR_MR + i] *
+                                        (int32_t)b[kk * GK_SCALAR_NR + j]);
             }
         }
     }
@@ -76,16 +78,16 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
 /* Small-M path (m <= MR): B streamed once, row by row, no packing; one multiply-add per
  * real product instead of a padded MR x NR tile, so skinny and very deep products
  * (matrix-vector, K near the driver's depth chunk) cost O(m n k), not O(MR NR k).
- * Column chunks of SM_NC keep the accumulators on the stack. */
-#define SM_NC 256
+ * Column chunks of GK_SCALAR_SMALLM_NC keep the accumulators on the stack. */
+#define GK_SCALAR_SMALLM_NC 256
 
-static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
-                   uint8_t a_xor, const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor,
-                   const gk_qepi *epi)
+static void gk_qgemm_u8s8_scalar_smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs,
+                                        ptrdiff_t a_cs, uint8_t a_xor, const uint8_t *b,
+                                        ptrdiff_t b_rs, uint8_t b_xor, const gk_qepi *epi)
 {
-    uint32_t acc[MR][SM_NC], colsum[SM_NC];
-    for (int n0 = 0; n0 < n; n0 += SM_NC) {
-        const int w = n - n0 < SM_NC ? n - n0 : SM_NC;
+    uint32_t acc[GK_SCALAR_MR][GK_SCALAR_SMALLM_NC], colsum[GK_SCALAR_SMALLM_NC];
+    for (int n0 = 0; n0 < n; n0 += GK_SCALAR_SMALLM_NC) {
+        const int w = n - n0 < GK_SCALAR_SMALLM_NC ? n - n0 : GK_SCALAR_SMALLM_NC;
         for (int j = 0; j < w; j++) {
             colsum[j] = 0;
             for (int i = 0; i < m; i++)
@@ -104,14 +106,15 @@ static void smallm(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, ptrdif
         for (int i = 0; i < m; i++) {
             for (int j = 0; j < w; j++) {
                 const uint32_t colcorr = colsum[j] - (uint32_t)k * (uint32_t)epi->b_zp[n0 + j];
-                gk_qepi_store_y(epi, i, n0 + j,
-                                acc[i][j] - (uint32_t)epi->a_rowsum[i] * (uint32_t)epi->b_zp[n0 + j]
-                                    - (uint32_t)epi->a_zp[i] * colcorr);
+                gk_qepi_store1_cc(epi, i, n0 + j, acc[i][j], colcorr);
             }
         }
     }
 }
 
 const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
-    "scalar", MR, NR, 1, 1, 1, pack_a, pack_b, ukernel, MR, smallm,
+    "scalar", GK_SCALAR_MR, GK_SCALAR_NR, 1, 1, 1,
+    gk_qgemm_u8s8_scalar_pack_a, gk_qgemm_u8s8_scalar_pack_b, gk_qgemm_u8s8_scalar_4x4_ukernel,
+    GK_SCALAR_MR, gk_qgemm_u8s8_scalar_smallm,
+    NULL, NULL, /* begin, end: none */
 };

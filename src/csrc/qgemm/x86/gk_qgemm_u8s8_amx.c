@@ -18,17 +18,24 @@
  *
  * State: begin() loads the tile configuration (palette 1, every tile 16 x 64 bytes) on
  * the calling thread, end() releases it; ukernel only relies on that configuration and
- * zeroes its own accumulators.  Everything else (AVX-512 epilogue, small-M path) is the
- * avx512vnni family's code. */
+ * zeroes its own accumulators.  The AVX-512 epilogue, the quad B packer and the small-M
+ * path are the same templates the avx512vnni family instantiates.
+ *
+ * Read top to bottom: the epilogue (gk_qepi_x86.inc at 16 lanes), the tile state, the
+ * packers, the tile epilogue and micro-kernel, the small-M path (gk_qsmallm_quad.inc on
+ * zmm: tiles do not pay off for a handful of rows), the family's table entry. */
 #include <immintrin.h>
 
-#include "gk_qepi_avx512.h"
+#include "gk_qgemm_x86_common.h"
 
-#define MR 32
-#define NR 32
-#define KS 64
-#define ABLK (MR * KS) /* bytes of one 64-deep block of an A panel */
-#define BBLK (NR * KS) /* ... of a B panel */
+#define GK_EPI_LANES 16
+#include "gk_qepi_x86.inc" /* gk_qepi_zmm_store, gk_qepi_zmm_mask */
+
+#define GK_AMX_MR 32
+#define GK_AMX_NR 32
+#define GK_AMX_KS 64
+#define GK_AMX_ABLK (GK_AMX_MR * GK_AMX_KS) /* bytes of one 64-deep block of an A panel */
+#define GK_AMX_BBLK (GK_AMX_NR * GK_AMX_KS) /* ... of a B panel */
 #ifndef GK_AMX_NT_LDY
 #define GK_AMX_NT_LDY 512
 #endif
@@ -38,18 +45,18 @@
 /* Palette 1, tiles 0..7 all 16 rows x 64 bytes.  A static object, not a stack one: gcc
  * 12's _tile_loadconfig declares only 8 bytes of its 64-byte operand as read, so the
  * stores of a local configuration can be eliminated as dead. */
-static const struct {
+GK_ALIGNED(64) static const struct {
     uint8_t palette_id, start_row, reserved[14];
     uint16_t colsb[16];
     uint8_t rows[16];
-} gk_amx_cfg __attribute__((aligned(64))) = {
+} gk_amx_cfg = {
     1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
-static void begin(void) { _tile_loadconfig(&gk_amx_cfg); }
+static void gk_qgemm_u8s8_amx_begin(void) { _tile_loadconfig(&gk_amx_cfg); }
 
 /* sfence: the epilogue's non-temporal stores are weakly ordered; after end() the output
  * is ordinarily visible, as with plain stores. */
-static void end(void)
+static void gk_qgemm_u8s8_amx_end(void)
 {
     _mm_sfence();
     _tile_release();
@@ -57,76 +64,78 @@ static void end(void)
 
 /* ---------------------------------------------------------------- packing */
 
-#define DPB128(acc, u8, s8) _mm_dpbusd_epi32(acc, u8, s8)
-#include "gk_qpack_quad.h"
+#define GK_QPACK_DPBUSD128(acc, u8, s8) _mm_dpbusd_epi32(acc, u8, s8)
+#define GK_QPACK_ZMM 1
+#include "gk_qpack_quad.inc" /* gk_x86_pack_b32_quad */
 
 /* A rows [0, mc) into 32-row panels, layout above.  Row sums: vpsadbw adds 8 bytes of a'
  * into a 64-bit lane, exact; the final truncation to 32 bits is the ONNX int32 wrap. */
-static void pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs, uint8_t a_xor,
-                   void *dst, int32_t *rowsum)
+static void gk_qgemm_u8s8_amx_pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
+                                     uint8_t a_xor, void *dst, int32_t *rowsum)
 {
-    const int kp = gk_x86_round_up(k, KS), nb = kp / KS, kfull = k / KS;
-    const int mp = gk_x86_round_up(mc, MR);
+    const int kp = gk_x86_round_up(k, GK_AMX_KS), nb = kp / GK_AMX_KS, kfull = k / GK_AMX_KS;
+    const int mp = gk_x86_round_up(mc, GK_AMX_MR);
     const __m512i zero = _mm512_setzero_si512(), xv = _mm512_set1_epi8((char)a_xor);
     /* the tail block's padding bytes stay zero: the xor mask is restricted to real depth */
-    const __mmask64 tm = (k % KS) ? (((__mmask64)1 << (k % KS)) - 1) : 0;
+    const __mmask64 tm = (k % GK_AMX_KS) ? (((__mmask64)1 << (k % GK_AMX_KS)) - 1) : 0;
     const __m512i xt = _mm512_maskz_mov_epi8(tm, xv);
     uint8_t *o8 = (uint8_t *)dst;
     for (int r = 0; r < mp; r++) {
-        uint8_t *o = o8 + (ptrdiff_t)(r / MR) * MR * kp + (r % MR) * KS;
+        uint8_t *o = o8 + (ptrdiff_t)(r / GK_AMX_MR) * GK_AMX_MR * kp + (r % GK_AMX_MR) * GK_AMX_KS;
         if (r >= mc) { /* padding rows of the last panel */
             for (int b = 0; b < nb; b++)
-                _mm512_storeu_si512(o + (ptrdiff_t)b * ABLK, zero);
+                _mm512_storeu_si512(o + (ptrdiff_t)b * GK_AMX_ABLK, zero);
             continue;
         }
         const uint8_t *s = a + (ptrdiff_t)r * rs;
         if (cs == 1) {
             __m512i acc = zero;
             for (int b = 0; b < kfull; b++) {
-                __m512i v = _mm512_xor_si512(_mm512_loadu_si512(s + (ptrdiff_t)b * KS), xv);
-                _mm512_storeu_si512(o + (ptrdiff_t)b * ABLK, v);
+                __m512i v = _mm512_xor_si512(_mm512_loadu_si512(s + (ptrdiff_t)b * GK_AMX_KS), xv);
+                _mm512_storeu_si512(o + (ptrdiff_t)b * GK_AMX_ABLK, v);
                 acc = _mm512_add_epi64(acc, _mm512_sad_epu8(v, zero));
             }
             if (tm) { /* masked load: never reads past the row's k bytes */
-                __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tm, s + (ptrdiff_t)kfull * KS), xt);
-                _mm512_storeu_si512(o + (ptrdiff_t)kfull * ABLK, v);
+                __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tm, s + (ptrdiff_t)kfull * GK_AMX_KS), xt);
+                _mm512_storeu_si512(o + (ptrdiff_t)kfull * GK_AMX_ABLK, v);
                 acc = _mm512_add_epi64(acc, _mm512_sad_epu8(v, zero));
             }
             rowsum[r] = (int32_t)(uint32_t)_mm512_reduce_add_epi64(acc);
         } else {
             uint32_t sum = 0; /* uint32 wrap == int32 wrap */
             for (int b = 0; b < nb; b++) {
-                uint8_t blk[KS];
-                for (int d = 0; d < KS; d++) {
-                    int dd = b * KS + d;
+                uint8_t blk[GK_AMX_KS];
+                for (int d = 0; d < GK_AMX_KS; d++) {
+                    int dd = b * GK_AMX_KS + d;
                     blk[d] = dd < k ? (uint8_t)(s[(ptrdiff_t)dd * cs] ^ a_xor) : 0;
                     sum += blk[d];
                 }
-                memcpy(o + (ptrdiff_t)b * ABLK, blk, KS);
+                memcpy(o + (ptrdiff_t)b * GK_AMX_ABLK, blk, GK_AMX_KS);
             }
             rowsum[r] = (int32_t)sum;
         }
     }
 }
 
-static void pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs, uint8_t b_xor,
-                   void *dst, int32_t *colsum)
+static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
+                                     uint8_t b_xor, void *dst, int32_t *colsum)
 {
-    gk_x86_pack_b32_quad(k, gk_x86_round_up(k, KS), nc, b, rs, cs, b_xor, dst, colsum);
+    gk_x86_pack_b32_quad(k, gk_x86_round_up(k, GK_AMX_KS), nc, b, rs, cs, b_xor, dst, colsum);
 }
 
 /* ---------------------------------------------------------------- micro-kernel */
 
-/* Epilogue of the tile t (32 x 32 raw int32 dot products, row stride NR) for rows
+/* Epilogue of the tile t (32 x 32 raw int32 dot products, row stride GK_AMX_NR) for rows
  * [0, mv) and columns [0, nv): masks keep every read of the epilogue arrays and every
  * write of y inside the valid region.  Correction y = dot - rowsum*zb - za*colcorr,
  * mod 2^32; when zb (za) is one value across the tile's columns (rows) -- per-tensor
  * zero points -- its product is formed once per row (per tile) instead of per lane; the
  * uint32 products are the same low 32 bits as vpmulld's. */
-static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, const int32_t *t)
+static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv,
+                                            const int32_t *t)
 {
     if (!gk_x86_epi_vector_ok(e)) {
-        gk_x86_tile_store_scalar(e, m0, n0, mv, nv, t, NR);
+        gk_x86_tile_store_scalar(e, m0, n0, mv, nv, t, GK_AMX_NR);
         return;
     }
     __mmask16 mk[2];
@@ -134,7 +143,7 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
     const int32_t zb0 = e->b_zp[n0], za0 = e->a_zp[m0];
     __mmask16 diff = 0;
     for (int v = 0; v < 2; v++) {
-        mk[v] = gk_mask16(nv - 16 * v);
+        mk[v] = gk_qepi_zmm_mask(nv - 16 * v);
         bzp[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_zp + n0 + 16 * v);
         cc[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_colcorr + n0 + 16 * v);
         diff |= _mm512_mask_cmpneq_epi32_mask(mk[v], bzp[v], _mm512_set1_epi32(zb0));
@@ -142,7 +151,7 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
     const int zb_uni = diff == 0;
     diff = 0;
     for (int v = 0; v < 2; v++) {
-        const __mmask16 rm = gk_mask16(mv - 16 * v);
+        const __mmask16 rm = gk_qepi_zmm_mask(mv - 16 * v);
         diff |= _mm512_mask_cmpneq_epi32_mask(rm, _mm512_maskz_loadu_epi32(rm, e->a_zp + m0 + 16 * v),
                                               _mm512_set1_epi32(za0));
     }
@@ -162,7 +171,7 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
         for (int v = 0; v < 2; v++) {
             if (!mk[v])
                 break;
-            __m512i y = _mm512_load_si512((const void *)(t + i * NR + 16 * v));
+            __m512i y = _mm512_load_si512((const void *)(t + i * GK_AMX_NR + 16 * v));
             if (zb_uni)
                 y = _mm512_sub_epi32(y, _mm512_set1_epi32((int32_t)rz));
             else
@@ -174,10 +183,31 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
             if (nt)
                 _mm512_stream_si512((void *)((int32_t *)e->y + (ptrdiff_t)m * e->ldy + n0 + 16 * v), y);
             else
-                gk_epi_store16_avx512(e, m, n0 + 16 * v, y, mk[v]);
+                gk_qepi_zmm_store(e, m, n0 + 16 * v, y, mk[v]);
         }
     }
 }
+
+/* gcc's _tile_loadd / _tile_stream_loadd / _tile_stored (gcc 12) pass the stride as a
+ * `long`, which is 32 bits on Windows (LLP64): mingw-w64 then emits an invalid
+ * (%base, %e.., 1) address.  There, the same instructions with a 64-bit stride operand;
+ * everywhere else the intrinsics themselves. */
+#if GK_GCC && defined(_WIN32)
+#define GK_TILE_LOADD(t, p, s)                                                             \
+    __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}" \
+                     ::"r"((const void *)(p)), "r"((long long)(s)))
+#define GK_TILE_STREAM_LOADD(t, p, s)                                                      \
+    __asm__ volatile("{tileloaddt1\t(%0,%1,1), %%tmm" #t "|tileloaddt1\t%%tmm" #t ", [%0+%1*1]}" \
+                     ::"r"((const void *)(p)), "r"((long long)(s)))
+#define GK_TILE_STORED(t, p, s)                                                            \
+    __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" \
+                     ::"r"((void *)(p)), "r"((long long)(s))                               \
+                     : "memory")
+#else
+#define GK_TILE_LOADD(t, p, s) _tile_loadd(t, p, s)
+#define GK_TILE_STREAM_LOADD(t, p, s) _tile_stream_loadd(t, p, s)
+#define GK_TILE_STORED(t, p, s) _tile_stored(t, p, s)
+#endif
 
 /* Tile registers are not renamed: a tileloadd into a tile waits until every earlier
  * tdpbusd reading it is done.  So the 2 x 2 loop is software-pipelined (the next block's
@@ -188,17 +218,17 @@ static void tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv, cons
 /* A panels are streamed (each is read by one ukernel call per B panel, from L2):
  * tileloaddt1 keeps them from evicting the B panel, which the driver's consecutive calls
  * reuse from L1 (measured +20% at 1024^3 over plain tileloadd). */
-#define LA0(t, p) _tile_stream_loadd(t, (p), KS)
-#define LA1(t, p) _tile_stream_loadd(t, (p) + 16 * KS, KS)
-#define LB0(t, p) _tile_loadd(t, (p), 2 * KS)
-#define LB1(t, p) _tile_loadd(t, (p) + KS, 2 * KS)
+#define LA0(t, p) GK_TILE_STREAM_LOADD(t, (p), GK_AMX_KS)
+#define LA1(t, p) GK_TILE_STREAM_LOADD(t, (p) + 16 * GK_AMX_KS, GK_AMX_KS)
+#define LB0(t, p) GK_TILE_LOADD(t, (p), 2 * GK_AMX_KS)
+#define LB1(t, p) GK_TILE_LOADD(t, (p) + GK_AMX_KS, 2 * GK_AMX_KS)
 
-static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, const void *b_panel,
-                    const gk_qepi *e, int m0, int n0)
+static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
+                                            const void *b_panel, const gk_qepi *e, int m0, int n0)
 {
-    int32_t t[MR * NR] __attribute__((aligned(64))); /* 4 KB: stays in L1 */
+    GK_ALIGNED(64) int32_t t[GK_AMX_MR * GK_AMX_NR]; /* 4 KB: stays in L1 */
     const uint8_t *pa = (const uint8_t *)a_panel, *pb = (const uint8_t *)b_panel;
-    const int nb = kp / KS, two_m = mr_valid > 16, two_n = nr_valid > 16;
+    const int nb = kp / GK_AMX_KS, two_m = mr_valid > 16, two_n = nr_valid > 16;
     _tile_zero(4);
     if (two_m && two_n) {
         _tile_zero(5);
@@ -207,8 +237,8 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
         if (nb > 0) {
             LA0(0, pa); LB0(2, pb); LB1(3, pb); LA1(1, pa);
             for (int b = 1; b < nb; b++) {
-                pa += ABLK;
-                pb += BBLK;
+                pa += GK_AMX_ABLK;
+                pb += GK_AMX_BBLK;
                 _tile_dpbusd(4, 0, 2);
                 _tile_dpbusd(5, 0, 3);
                 LA0(0, pa);
@@ -223,16 +253,16 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
             _tile_dpbusd(6, 1, 2);
             _tile_dpbusd(7, 1, 3);
         }
-        _tile_stored(4, t, NR * 4);
-        _tile_stored(5, t + 16, NR * 4);
-        _tile_stored(6, t + 16 * NR, NR * 4);
-        _tile_stored(7, t + 16 * NR + 16, NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(5, t + 16, GK_AMX_NR * 4);
+        GK_TILE_STORED(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
+        GK_TILE_STORED(7, t + 16 * GK_AMX_NR + 16, GK_AMX_NR * 4);
     } else if (two_n) { /* rows 16..31 are padding: C 4, 5; X = {A 0, B 2, 3}, Y = {1, 6, 7} */
         _tile_zero(5);
         int b = 0;
-        for (; b + 2 <= nb; b += 2, pa += 2 * ABLK, pb += 2 * BBLK) {
+        for (; b + 2 <= nb; b += 2, pa += 2 * GK_AMX_ABLK, pb += 2 * GK_AMX_BBLK) {
             LA0(0, pa); LB0(2, pb); LB1(3, pb);
-            LA0(1, pa + ABLK); LB0(6, pb + BBLK); LB1(7, pb + BBLK);
+            LA0(1, pa + GK_AMX_ABLK); LB0(6, pb + GK_AMX_BBLK); LB1(7, pb + GK_AMX_BBLK);
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(5, 0, 3);
             _tile_dpbusd(4, 1, 6);
@@ -243,14 +273,14 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(5, 0, 3);
         }
-        _tile_stored(4, t, NR * 4);
-        _tile_stored(5, t + 16, NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(5, t + 16, GK_AMX_NR * 4);
     } else if (two_m) { /* columns 16..31 are padding: C 4, 6; X = {A 0, 1, B 2}, Y = {3, 5, 7} */
         _tile_zero(6);
         int b = 0;
-        for (; b + 2 <= nb; b += 2, pa += 2 * ABLK, pb += 2 * BBLK) {
+        for (; b + 2 <= nb; b += 2, pa += 2 * GK_AMX_ABLK, pb += 2 * GK_AMX_BBLK) {
             LA0(0, pa); LA1(1, pa); LB0(2, pb);
-            LA0(3, pa + ABLK); LA1(5, pa + ABLK); LB0(7, pb + BBLK);
+            LA0(3, pa + GK_AMX_ABLK); LA1(5, pa + GK_AMX_ABLK); LB0(7, pb + GK_AMX_BBLK);
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(6, 1, 2);
             _tile_dpbusd(4, 3, 7);
@@ -261,13 +291,13 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(6, 1, 2);
         }
-        _tile_stored(4, t, NR * 4);
-        _tile_stored(6, t + 16 * NR, NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
+        GK_TILE_STORED(6, t + 16 * GK_AMX_NR, GK_AMX_NR * 4);
     } else { /* C 4; X = {A 0, B 2}, Y = {1, 3} */
         int b = 0;
-        for (; b + 2 <= nb; b += 2, pa += 2 * ABLK, pb += 2 * BBLK) {
+        for (; b + 2 <= nb; b += 2, pa += 2 * GK_AMX_ABLK, pb += 2 * GK_AMX_BBLK) {
             LA0(0, pa); LB0(2, pb);
-            LA0(1, pa + ABLK); LB0(3, pb + BBLK);
+            LA0(1, pa + GK_AMX_ABLK); LB0(3, pb + GK_AMX_BBLK);
             _tile_dpbusd(4, 0, 2);
             _tile_dpbusd(4, 1, 3);
         }
@@ -275,12 +305,28 @@ static void ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel, con
             LA0(0, pa); LB0(2, pb);
             _tile_dpbusd(4, 0, 2);
         }
-        _tile_stored(4, t, NR * 4);
+        GK_TILE_STORED(4, t, GK_AMX_NR * 4);
     }
-    tile_epilogue(e, m0, n0, mr_valid, nr_valid, t);
+    gk_qgemm_u8s8_amx_tile_epilogue(e, m0, n0, mr_valid, nr_valid, t);
 }
 
+#undef LA0
+#undef LA1
+#undef LB0
+#undef LB1
+#undef GK_TILE_LOADD
+#undef GK_TILE_STREAM_LOADD
+#undef GK_TILE_STORED
+
+/* ---------------------------------------------------------------- small M */
+
+#define GK_SMQ_W 64
+#define GK_SMQ_DPBUSD(acc, u8, s8) _mm512_dpbusd_epi32(acc, u8, s8)
+#define GK_SMQ_NAME gk_qgemm_u8s8_amx_smallm
+#include "gk_qsmallm_quad.inc"
+
 const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
-    "amx", MR, NR, KS, 1, 1, pack_a, pack_b, ukernel,
-    GK_QGEMM_AVX512VNNI_SMALLM_MAX, gk_qgemm_u8s8_avx512vnni_smallm, begin, end,
+    "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
+    gk_qgemm_u8s8_amx_pack_a, gk_qgemm_u8s8_amx_pack_b, gk_qgemm_u8s8_amx_32x32_ukernel,
+    GK_X86_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
 };

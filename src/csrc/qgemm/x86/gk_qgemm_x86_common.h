@@ -1,6 +1,20 @@
 /* Helpers shared by the x86 int8 kernel files (each includes this header and compiles it
  * with its own ISA flags; everything here is static, plain C or SSE2, the x86-64 base).
  *
+ * The x86 int8 files, each family read top to bottom from its own .c file:
+ *   gk_qgemm_u8s8_<isa>.c   a family: packers, micro-kernel, small-M path, table entry
+ *                           (sse41, avx2, avxvnni, avx512vnni, amx)
+ *   gk_qgemm_x86_common.h   this file: panel layout, scalar packing tails, small-M helpers
+ *   gk_qepi_x86.inc         template: the fused requantization epilogue at 4/8/16 lanes
+ *   gk_qpack_pair.h         packing into int16 pairs (kstep 2: sse41, avx2)
+ *   gk_qpack_quad.inc       template: packing into byte quads (kstep 4: the vpdpbusd
+ *                           families; amx's B panels)
+ *   gk_qukernel_ymm.inc     template: packers + micro-kernel of avx2 and avxvnni
+ *   gk_qsmallm_pair.inc     template: small-M path of sse41 (xmm) and avx2 (ymm)
+ *   gk_qsmallm_quad.inc     template: small-M path of avxvnni (ymm), avx512vnni, amx (zmm)
+ * Templates (.inc) take GK_-prefixed parameters, #error when one is missing and #undef
+ * them at the end; they call only what they include.
+ *
  * Panel layout used by every x86 family, parametrised by R (mr or nr), KS (kstep) and
  * EB (element bytes): the packed element (r, d) of panel p = r / R lives at element index
  *     p * R * kp  +  ((d / KS) * R + r % R) * KS  +  d % KS
@@ -17,6 +31,7 @@
 #include <string.h>
 #include <emmintrin.h>
 
+#include "core/gk_compiler.h"
 #include "gemmkit/gk_qgemm.h"
 
 static inline int gk_x86_round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -69,7 +84,8 @@ static inline void gk_x86_tr4x4_store(__m128i v0, __m128i v1, __m128i v2, __m128
 }
 
 /* The epilogue of a tile whose raw dot products (before zero-point correction) are in
- * t[i * ldt + j]: the scalar reference, used for partial tiles and unusual strides. */
+ * t[i * ldt + j]: the scalar reference gk_qepi_store1 on each, for partial tiles and
+ * unusual strides. */
 static inline void gk_x86_tile_store_scalar(const gk_qepi *e, int m0, int n0, int mv, int nv,
                                             const int32_t *t, int ldt)
 {
@@ -87,6 +103,11 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
     return (e->mult_cs == 0 || e->mult_cs == 1) && (e->yzp_cs == 0 || e->yzp_cs == 1);
 }
 
+/* Rows of the x86 small-M paths (gk_qsmallm_pair.inc, gk_qsmallm_quad.inc), every
+ * family's smallm_max: up to 16 rows streaming B once beats packing (measured, K = N =
+ * 256..4096: M = 16 in about half the packed time). */
+#define GK_X86_SMALLM_MAX 16
+
 /* Small-M helpers.  Whether the column sums of b' are needed at all: za == 0 on every
  * row multiplies them by zero. */
 static inline int gk_x86_smallm_need_colsum(const gk_qepi *e, int m)
@@ -95,15 +116,6 @@ static inline int gk_x86_smallm_need_colsum(const gk_qepi *e, int m)
     for (int i = 0; i < m; i++)
         need |= e->a_zp[i] != 0;
     return need;
-}
-
-/* The reference epilogue for one output from its b'-domain dot product and colcorr: the
- * same expression as gk_qepi_store1, with colcorr passed in (epi->b_colcorr is NULL on
- * the small-M paths). */
-static inline void gk_x86_store1_cc(const gk_qepi *e, int m, int n, uint32_t dot, uint32_t cc)
-{
-    gk_qepi_store_y(e, m, n,
-                    dot - (uint32_t)e->a_rowsum[m] * (uint32_t)e->b_zp[n] - (uint32_t)e->a_zp[m] * cc);
 }
 
 /* The m rows of A for depth [k0, k0 + 4 * ng) as xor'ed bytes, grouped
