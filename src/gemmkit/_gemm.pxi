@@ -43,6 +43,13 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         uint64_t alpha_u64, beta_u64
         int alpha_exact, beta_exact
     int gk_gemm(const gk_gemm_args *args)
+    ctypedef struct gk_gemm_kernel:
+        const char *isa
+        int dtype
+        int acc
+        int mr, nr
+        int mc, kc, nc
+    const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
 
 cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
 _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
@@ -68,6 +75,22 @@ cdef int _gemm_dtype(cnp.ndarray x):
     if d.kind == b'u':
         return GK_DT_U32 if size == 4 else (GK_DT_U64 if size == 8 else -1)
     return -1
+
+
+def _gemm_family_info(dtype):
+    """The Gemm kernel family that runs `dtype` (anything np.dtype accepts): a dict with
+    its "isa", register tile "mr" x "nr" and cache blocks "mc", "kc", "nc" (K beyond kc
+    runs in K blocks, M beyond mc in row blocks, N beyond nc in column stripes).  For tests
+    and benchmarks that shape problems around the blocking."""
+    cdef cnp.ndarray x = np.empty(0, dtype)
+    cdef int dt = _gemm_dtype(x)
+    cdef const gk_gemm_kernel *k
+    if dt < 0:
+        raise TypeError(f"_gemm_family_info: unsupported dtype {x.dtype}; supported: "
+                        f"{_GK_GEMM_SUPPORTED}")
+    k = gk_gemm_kernel_for(dt)
+    return {"isa": k.isa.decode("ascii"), "mr": k.mr, "nr": k.nr, "mc": k.mc, "kc": k.kc,
+            "nc": k.nc}
 
 
 # ---- scalar arguments ------------------------------------------------------------------
