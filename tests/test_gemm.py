@@ -251,15 +251,20 @@ def assert_same_bits(Y, R):
 def check_exact(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
     """Integers: the exact modular oracle.  Floats: the scalar families' sequential result
     bit for bit when the scalar family runs this dtype, else the error bound."""
-    dt = A.dtype
     Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
+    assert_exact(Y, FAMILY[A.dtype]["isa"] == "scalar", A, B, C, alpha, beta, ta, tb)
+    return Y
+
+
+def assert_exact(Y, scalar, A, B, C, alpha, beta, ta, tb):
+    dt = A.dtype
+    assert Y.dtype == dt
     if dt in INTS:
         np.testing.assert_array_equal(Y, int_oracle(A, B, C, alpha, beta, ta, tb))
-    elif FAMILY[dt]["isa"] == "scalar":
+    elif scalar:
         assert_same_bits(Y, seq_oracle(A, B, C, alpha, beta, ta, tb))
     else:
         assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
-    return Y
 
 
 def blocking_shapes(dt):
@@ -343,6 +348,29 @@ def test_every_c_form_and_beta(dt, cshape, beta):
             Y = check_exact(A, B, Cl, alpha, beta)
             if beta == 0:
                 np.testing.assert_array_equal(Y, gk.gemm(A, B, None, alpha))
+
+
+WIDE = list(enumerate(_core._gemm_wide_tile_dtypes()))
+
+
+@pytest.mark.parametrize("family,dt", WIDE, ids=[f"{i}-{d}" for i, d in WIDE])
+def test_wide_tiles_have_no_cap(family, dt):
+    """The driver with scalar families at AVX-512 / AMX tile shapes (14x32, 6x64, 16x64,
+    32x32; never dispatched): full and edge tiles, K blocks, C forms -- bit for bit the
+    4x4 oracle's result."""
+    rng = np.random.default_rng(25)
+    f = _core._gemm_with_wide_tile(family, np.zeros((1, 1), dt), np.zeros((1, 1), dt))[1]
+    mr, nr, mc, kc = f["mr"], f["nr"], f["mc"], f["kc"]
+    for i, (M, N, K) in enumerate(((mr, nr, kc), (mr - 1, nr + 1, kc + 1),
+                                   (2 * mr + 3, 3 * nr - 5, 5), (mc + mr + 1, nr - 1, 2 * kc + 1),
+                                   (1, 1, 0), (mr + 1, 1, 2))):
+        ta, tb = i % 2, (i // 2) % 2
+        for cshape, alpha, beta in (("none", 1, 1), ("M1", 3, -2), ("MN", 1, 1)):
+            A, B, C = problem(M, N, K, dt, ta, tb, cshape, rng)
+            Y, _ = _core._gemm_with_wide_tile(family, A, B, C, alpha, beta, ta, tb)
+            assert_exact(Y, True, A, B, C, alpha, beta, ta, tb)
+            if dt in INTS or FAMILY[dt]["isa"] == "scalar":  # the same oracle kernel
+                assert_same_bits(Y, gk.gemm(A, B, C, alpha, beta, ta, tb))
 
 
 @pytest.mark.parametrize("dt", INTS, ids=str)

@@ -219,6 +219,10 @@ extern const gk_gemm_kernel gk_gemm_u32_scalar;
 extern const gk_gemm_kernel gk_gemm_i64_scalar;
 extern const gk_gemm_kernel gk_gemm_u64_scalar;
 
+/* Scalar families at AVX-512 / AMX tile shapes (14x32, 6x64, 16x64, 32x32), NULL-terminated;
+ * never selected by the dispatch, only run by the tests to show the engine has no tile cap. */
+extern const gk_gemm_kernel *const gk_gemm_wide_tile_families[];
+
 /* Generic packers for the standard panel layout (src/csrc/gemm/gk_gemm_pack.c), one per
  * source element type; the destination is the accumulator type.  Any family using that
  * layout may reuse them. */

@@ -3,8 +3,9 @@
  * Today every type has only its scalar family.  A SIMD family (src/csrc/gemm/x86/gk_gemm_<type>
  * _avx2.c, ...) plugs in by being listed before the scalar one in its type's row, guarded
  * by GK_HAVE_<ISA> and a gk_cpu_features() check, exactly as the int8 table in
- * gk_dispatch.c does; kernel, packing and block sizes come together in the family, so
- * nothing else changes.  The table is constant: no state, thread-safe. */
+ * gk_dispatch.c does; kernel, packing, block sizes and epilogue come together in the
+ * family (contract in gk_gemm.h), so nothing else changes.  The table is constant: no
+ * state, thread-safe. */
 #include "gemmkit/gk_gemm.h"
 
 static const gk_gemm_kernel *const scalar_families[GK_DT_COUNT] = {
