@@ -15,8 +15,9 @@
  * accumulates into the output tile itself (Y when Y's element is the accumulator type,
  * else a float32 workspace), a first-K-block flag telling it to overwrite; after a tile's
  * last K block the epilogue applies alpha, beta*C and the output cast.  A kernel family
- * bundles micro-kernel, packing format, block sizes and epilogue, chosen together; gk_gemm_kernel_for
- * picks one per element type (today the scalar family; SIMD families plug in there).
+ * bundles micro-kernel, packing format, block sizes and epilogue, chosen together;
+ * gk_gemm_kernel_for picks one per element type (today the scalar family; SIMD families
+ * plug in there).
  *
  * Strides everywhere are in BYTES and may be negative, zero (broadcast) or not a multiple
  * of the element size (elements are read with memcpy, so unaligned data is fine).
@@ -67,8 +68,10 @@ typedef struct gk_gemm_src {
     const void *ctx;
 } gk_gemm_src;
 
-/* Packing (the standard panel layout, which every float32-accumulating family must use:
- * QLinearMatMul's float path packs into it with its own packers).
+/* Packing into the standard panel layout.  The float32 family (GK_DT_F32) must use it:
+ * QLinearMatMul's float path runs that family's kernel on panels packed by its own
+ * dequantizing packers.  Other families may define their own layout (e.g. bf16 pairs
+ * interleaved for vdpbf16ps) with their own packers.
  * pack_a packs rows [i0, i0 + mc) x depth [k0, k0 + kc) of A' into ceil(mc/mr) panels of
  * mr rows; panel p holds element (i0 + p*mr + i, k0 + k) at [k*mr + i] (accumulator type),
  * rows beyond mc are zero.  pack_b packs depth [k0, k0 + kc) x columns [j0, j0 + nc) of B'
@@ -88,7 +91,8 @@ typedef void (*gk_gemm_pack_b_fn)(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t 
  * i.e. the running sum of each output continues K block after K block in increasing k,
  * starting from +0 (a sum of -0 products is +0); float products are rounded (no FMA in
  * the scalar oracle; a SIMD family's FMA changes the rounding within the documented bounds,
- * never the order).  first != 0: c is only written (never read: it may hold garbage,
+ * never the order -- but QLinearMatMul's float8 path, which runs the float32 family, is
+ * bit-identical to its definition only with separately rounded products).  first != 0: c is only written (never read: it may hold garbage,
  * e.g. an uninitialised Y).  Elements of c outside mr_valid x nr_valid are neither read
  * nor written: they may lie beyond Y (edge tiles: 1 <= mr_valid <= mr, 1 <= nr_valid <= nr;
  * a kernel may compute the whole tile in registers and store only the valid part, with
