@@ -33,7 +33,9 @@ static float qvalue(const uint8_t *p, int type)
 
 /* Dequantization parameters of one operand: a (per row) or b (per column). */
 typedef struct qside {
-    float value[256];        /* float(q) for each stored code */
+    const float *value;      /* float(q) for each stored code: the float8 decode table, or
+                              * int_value */
+    float int_value[256];    /* uint8/int8 operands */
     const uint8_t *zp;       /* NULL: zero point 0 */
     ptrdiff_t zp_stride;     /* per row (a) / per column (b); 0: per tensor */
     const float *scale;
@@ -45,9 +47,12 @@ typedef struct qside {
 static void qside_init(qside *s, int type, const uint8_t *zp, ptrdiff_t zp_stride,
                        const float *scale, ptrdiff_t scale_stride)
 {
-    for (int v = 0; v < 256; v++) {
-        uint8_t code = (uint8_t)v;
-        s->value[v] = qvalue(&code, type);
+    if (is_f8(type)) {
+        s->value = gk_fp8_decode_table[type - GK_QT_F8];
+    } else {
+        for (int v = 0; v < 256; v++)
+            s->int_value[v] = type == GK_QT_U8 ? (float)v : (float)(int8_t)(uint8_t)v;
+        s->value = s->int_value;
     }
     s->zp = zp;
     s->zp_stride = zp_stride;
