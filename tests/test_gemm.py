@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import gemmkit as gk
 import ort_report
+from gemmkit import _core
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -22,10 +23,10 @@ INTS = [I32, U32, I64, U64]
 ALL = FLOATS + INTS
 RNG = np.random.default_rng(1234)
 
-# Block sizes of the scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c): K beyond KC
-# splits K, N beyond NC splits column stripes.
-KC = 256
-NC = {F16: 1024, BF16: 1024, F32: 1024, F64: 512, I32: 1024, U32: 1024, I64: 512, U64: 512}
+# The block sizes of the kernel family that runs each dtype, read from the module (never
+# copied here): mr x nr register tiles, K beyond kc runs in K blocks (the micro-kernel's
+# first-K-block flag), M beyond mc in row blocks, N beyond nc in column stripes.
+FAMILY = {dt: _core._gemm_family_info(dt) for dt in ALL}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -206,10 +207,186 @@ def test_deep_k_and_wide_n(dt):
     """K beyond KC (partial sums merged across K blocks) and N beyond NC (several column
     stripes; for 16-bit types the float workspace is indexed per stripe)."""
     rng = np.random.default_rng(11)
-    for M, N, K in ((5, 7, 2 * KC + 3), (3, NC[dt] + 9, KC + 1), (9, 17, KC)):
+    KC, NC = FAMILY[dt]["kc"], FAMILY[dt]["nc"]
+    for M, N, K in ((5, 7, 2 * KC + 3), (3, NC + 9, KC + 1), (9, 17, KC)):
         for ta, tb in ((0, 0), (1, 1)):
             A, B, C = problem(M, N, K, dt, ta, tb, "M1", rng)
             check(A, B, C, 2.0 if dt in INTS else 0.5, -1.0, ta, tb)
+
+
+# ----------------------------------------------------------------------------- blocking
+#
+# Shapes derived from each family's block sizes, and the scalar families' exact result:
+# each output's sum in the accumulation type from +0, one rounded product at a time in
+# increasing k across every K block, then alpha*acc (+ beta*C) and one rounding.
+
+def seq_oracle(A, B, C, alpha, beta, ta=0, tb=0):
+    """The scalar families' float result bit for bit (float32 accumulation for 16-bit and
+    float32 types, float64 for float64; NumPy's float ops round each step like C's)."""
+    dt = A.dtype
+    acc_t = F64 if dt == F64 else F32
+    a, b = prime(A, ta).astype(acc_t), prime(B, tb).astype(acc_t)
+    M, K = a.shape
+    N = b.shape[1]
+    acc = np.zeros((M, N), acc_t)
+    with np.errstate(all="ignore"):
+        for k in range(K):
+            acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        al, be = acc_t.type(alpha), acc_t.type(beta)
+        y = al * acc
+        if C is not None and be != 0:
+            y = y + be * c_term(C, M, N).astype(acc_t)
+        return y.astype(dt)
+
+
+def assert_same_bits(Y, R):
+    """Bit-identical, except that any NaN matches any NaN."""
+    u = np.dtype(f"u{Y.dtype.itemsize}")
+    nan = np.isnan(Y.astype(F64)) & np.isnan(R.astype(F64))
+    yb, rb = np.where(nan, 0, Y.view(u)), np.where(nan, 0, R.view(u))
+    bad = yb != rb
+    assert not bad.any(), f"{bad.sum()} of {bad.size} differ, e.g. got {Y[bad][:4]} want {R[bad][:4]}"
+
+
+def check_exact(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
+    """Integers: the exact modular oracle.  Floats: the scalar families' sequential result
+    bit for bit when the scalar family runs this dtype, else the error bound."""
+    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
+    assert_exact(Y, FAMILY[A.dtype]["isa"] == "scalar", A, B, C, alpha, beta, ta, tb)
+    return Y
+
+
+def assert_exact(Y, scalar, A, B, C, alpha, beta, ta, tb):
+    dt = A.dtype
+    assert Y.dtype == dt
+    if dt in INTS:
+        np.testing.assert_array_equal(Y, int_oracle(A, B, C, alpha, beta, ta, tb))
+    elif scalar:
+        assert_same_bits(Y, seq_oracle(A, B, C, alpha, beta, ta, tb))
+    else:
+        assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
+
+
+def blocking_shapes(dt):
+    f = FAMILY[dt]
+    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
+    return [
+        (max(mr - 1, 1), nr + 1, kc - 1),   # edge tiles, one K block
+        (mr, nr, kc),                       # exactly one tile, one full K block
+        (mr + 1, max(nr - 1, 1), kc + 1),   # second K block of depth 1
+        (2 * mr + 1, 2 * nr + 1, 2 * kc + 1),
+        (mc + mr + 1, nr + 1, 3),           # past MC, with an edge tile in the last block
+        (mc + 1, 2, kc + 1),                # past MC, K split
+        (mr + 1, nc + nr - 1, kc + 1),      # past NC (the 16-bit sums are kept per stripe)
+        (1, 2 * nc + 1, 2),
+    ]
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_shapes_around_the_blocking(dt):
+    rng = np.random.default_rng(21)
+    for i, (M, N, K) in enumerate(blocking_shapes(dt)):
+        ta, tb = i % 2, (i // 2) % 2
+        A, B, C = problem(M, N, K, dt, ta, tb, "M1", rng)
+        alpha, beta = (3, -5) if dt in INTS else (0.75, -1.25)
+        check_exact(A, B, C, alpha, beta, ta, tb)
+        check_exact(A, B, None, 1, 1, ta, tb)  # the epilogue is the identity: skipped
+
+
+def _dirty_heap(M, N, dt):
+    """Leaves freed memory of Y's size full of NaN / a bit pattern, so that a kernel that
+    read Y before its first K block wrote it would show it."""
+    junk = [np.full((M, N), 0x5A if dt in INTS else np.nan, dt) for _ in range(4)]
+    del junk
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_first_k_block_overwrites(dt):
+    """K = 0 (the first-block flag alone zeroes the sums), one K block, one more element,
+    several blocks: the result never depends on what Y's memory held."""
+    rng = np.random.default_rng(22)
+    f = FAMILY[dt]
+    kc, mr, nr = f["kc"], f["mr"], f["nr"]
+    M, N = 2 * mr + 1, 3 * nr - 1
+    for K in (0, 1, kc - 1, kc, kc + 1, 2 * kc, 2 * kc + 1):
+        for cshape in ("none", "MN"):
+            A, B, C = problem(M, N, K, dt, 0, 0, cshape, rng)
+            for alpha, beta in ((1, 1), (2, 3)):
+                _dirty_heap(M, N, dt)
+                check_exact(A, B, C, alpha, beta)
+    _dirty_heap(M, N, dt)
+    assert not gk.gemm(np.zeros((M, 0), dt), np.zeros((0, N), dt)).any()
+
+
+def _c_layouts(C, cshape):
+    """C in its plain layout and, for a full (M, N) C, column-strided, transposed and
+    unaligned views (the epilogue's contiguous, strided and byte-strided C loops)."""
+    out = [C]
+    if cshape == "MN":
+        out += [relayout(C, "f"), relayout(C, "slice"), relayout(C, "unaligned")]
+    elif cshape in ("N", "1N"):
+        out += [relayout(C.reshape(1, -1), "slice").reshape(C.shape)]
+    return out
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+@pytest.mark.parametrize("cshape", ["scalar", "1", "N", "1N", "M1", "11", "MN"])
+@pytest.mark.parametrize("beta", [0, 1, "other"])
+def test_every_c_form_and_beta(dt, cshape, beta):
+    """Every broadcast form of C (strides 0 on broadcast axes) with beta 0 (C never read:
+    float C is NaN), 1 and another value, over edge tiles and two K blocks."""
+    rng = np.random.default_rng(23)
+    f = FAMILY[dt]
+    M, N, K = f["mr"] + 1, 2 * f["nr"] + 1, f["kc"] + 1
+    A, B, C = problem(M, N, K, dt, 0, 0, cshape, rng)
+    if beta == "other":
+        beta = -7 if dt in INTS else -0.375
+    if beta == 0 and dt in FLOATS:
+        C = np.full(C.shape, np.nan, dt)
+    for Cl in _c_layouts(C, cshape):
+        for alpha in (1, 5):
+            Y = check_exact(A, B, Cl, alpha, beta)
+            if beta == 0:
+                np.testing.assert_array_equal(Y, gk.gemm(A, B, None, alpha))
+
+
+WIDE = list(enumerate(_core._gemm_wide_tile_dtypes()))
+
+
+@pytest.mark.parametrize("family,dt", WIDE, ids=[f"{i}-{d}" for i, d in WIDE])
+def test_wide_tiles_have_no_cap(family, dt):
+    """The driver with scalar families at AVX-512 / AMX tile shapes (14x32, 6x64, 16x64,
+    32x32; never dispatched): full and edge tiles, K blocks, C forms -- bit for bit the
+    4x4 oracle's result."""
+    rng = np.random.default_rng(25)
+    f = _core._gemm_with_wide_tile(family, np.zeros((1, 1), dt), np.zeros((1, 1), dt))[1]
+    mr, nr, mc, kc = f["mr"], f["nr"], f["mc"], f["kc"]
+    for i, (M, N, K) in enumerate(((mr, nr, kc), (mr - 1, nr + 1, kc + 1),
+                                   (2 * mr + 3, 3 * nr - 5, 5), (mc + mr + 1, nr - 1, 2 * kc + 1),
+                                   (1, 1, 0), (mr + 1, 1, 2))):
+        ta, tb = i % 2, (i // 2) % 2
+        for cshape, alpha, beta in (("none", 1, 1), ("M1", 3, -2), ("MN", 1, 1)):
+            A, B, C = problem(M, N, K, dt, ta, tb, cshape, rng)
+            Y, _ = _core._gemm_with_wide_tile(family, A, B, C, alpha, beta, ta, tb)
+            assert_exact(Y, True, A, B, C, alpha, beta, ta, tb)
+            if dt in INTS or FAMILY[dt]["isa"] == "scalar":  # the same oracle kernel
+                assert_same_bits(Y, gk.gemm(A, B, C, alpha, beta, ta, tb))
+
+
+@pytest.mark.parametrize("dt", INTS, ids=str)
+def test_int_exact_across_k_blocks_at_the_extremes(dt):
+    """Every product and partial sum wraps: extreme values, K over several blocks, alpha
+    and beta the largest exact integers of the type (reduced modulo 2**bits)."""
+    info = np.iinfo(dt)
+    f = FAMILY[dt]
+    M, N, K = f["mr"] + 1, f["nr"] + 1, 2 * f["kc"] + 1
+    rng = np.random.default_rng(24)
+    for lo, hi in ((info.max, info.max), (info.min, info.min), (info.min, info.max)):
+        A = rng.choice(np.array([lo, hi], dt), size=(M, K))
+        B = rng.choice(np.array([hi, lo], dt), size=(K, N))
+        C = np.full((M, N), info.max, dt)
+        for alpha, beta in ((1, 1), (int(info.max), int(info.min)), (2**64 - 1, -(2**63))):
+            check_exact(A, B, C, alpha, beta)
 
 
 @pytest.mark.parametrize("dt", [F16, BF16], ids=str)
@@ -217,7 +394,8 @@ def test_16bit_rounded_once(dt):
     """Small integers: float32 accumulation is exact, so Y must be the single RNE rounding
     of the exact value (a double rounding or 16-bit accumulation would differ)."""
     rng = np.random.default_rng(3)
-    for K in (5, 300, 600):
+    kc = FAMILY[dt]["kc"]
+    for K in (5, kc + 44, 2 * kc + 88):
         A = rng.integers(-8, 9, size=(7, K)).astype(dt)
         B = rng.integers(-8, 9, size=(K, 6)).astype(dt)
         C = rng.integers(-100, 100, size=(7, 6)).astype(dt)

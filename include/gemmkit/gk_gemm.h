@@ -11,9 +11,13 @@
  *
  * Blocking is BLIS-like: the driver walks column stripes of NC, K blocks of KC and row
  * blocks of MC; it packs a KC x NC block of B' and an MC x KC block of A' (converting to the
- * accumulator type) and calls the micro-kernel on MR x NR register tiles.  A kernel family
- * bundles micro-kernel, packing format and block sizes, chosen together; gk_gemm_kernel_for
- * picks one per element type (today the scalar family; SIMD families plug in there).
+ * accumulator type) and calls the micro-kernel on MR x NR register tiles.  The micro-kernel
+ * accumulates into the output tile itself (Y when Y's element is the accumulator type,
+ * else a float32 workspace), a first-K-block flag telling it to overwrite; after a tile's
+ * last K block the epilogue applies alpha, beta*C and the output cast.  A kernel family
+ * bundles micro-kernel, packing format, block sizes and epilogue, chosen together;
+ * gk_gemm_kernel_for picks one per element type from the Gemm rows of the one dispatch
+ * (src/csrc/core/gk_dispatch.c; today the scalar families, SIMD families plug in there).
  *
  * Strides everywhere are in BYTES and may be negative, zero (broadcast) or not a multiple
  * of the element size (elements are read with memcpy, so unaligned data is fine).
@@ -54,27 +58,66 @@ enum gk_gemm_status {
     GK_GEMM_EINVAL = 2,  /* bad dtype / negative size / kernel family of another dtype */
 };
 
-/* Packing.  pack_a copies rows [0, mc) x cols [0, kc) of A' (element (i, k) at
- * a + i*rs + k*cs bytes) into ceil(mc/mr) panels of mr rows; panel p holds element
- * (p*mr + i, k) at [k*mr + i] (accumulator type), rows beyond mc are zero.
- * pack_b copies rows [0, kc) x cols [0, nc) of B' (element (k, j) at b + k*rs + j*cs)
- * into ceil(nc/nr) panels of nr columns; panel q holds (k, q*nr + j) at [k*nr + j],
- * columns beyond nc are zero.  Panels follow each other with no gap (a panel of A is
- * kc*mr elements).  kc may be 0 (nothing is written or read). */
-typedef void (*gk_gemm_pack_a_fn)(int mr, int mc, int kc, const void *a, ptrdiff_t rs,
-                                  ptrdiff_t cs, void *dst);
-typedef void (*gk_gemm_pack_b_fn)(int nr, int kc, int nc, const void *b, ptrdiff_t rs,
-                                  ptrdiff_t cs, void *dst);
+/* A strided operand as the packers see it: element (r, c) at p + r*rs + c*cs bytes (for A'
+ * r is the row i and c the depth k; for B' r is the depth k and c the column j).
+ * ctx is NULL for Gemm; packers of other operators (QLinearMatMul's float path, which
+ * dequantizes while packing) point it at their parameters. */
+typedef struct gk_gemm_src {
+    const char *p;
+    ptrdiff_t rs, cs;
+    const void *ctx;
+} gk_gemm_src;
 
-/* Micro-kernel: tile[i*nr + j] = sum_{k<kc} a_panel[k*mr + i] * b_panel[k*nr + j] for the
- * whole mr x nr tile (padding included), in the accumulator type, in increasing k order.
- * The tile is overwritten (kc == 0 writes zeros); the driver merges K blocks. */
-typedef void (*gk_gemm_ukernel_fn)(int kc, const void *a_panel, const void *b_panel,
-                                   void *tile);
+/* Packing into the standard panel layout.  The float32 family (GK_DT_F32) must use it:
+ * QLinearMatMul's float path runs that family's kernel on panels packed by its own
+ * dequantizing packers.  Other families may define their own layout (e.g. bf16 pairs
+ * interleaved for vdpbf16ps) with their own packers.
+ * pack_a packs rows [i0, i0 + mc) x depth [k0, k0 + kc) of A' into ceil(mc/mr) panels of
+ * mr rows; panel p holds element (i0 + p*mr + i, k0 + k) at [k*mr + i] (accumulator type),
+ * rows beyond mc are zero.  pack_b packs depth [k0, k0 + kc) x columns [j0, j0 + nc) of B'
+ * into ceil(nc/nr) panels of nr columns; panel q holds (k0 + k, j0 + q*nr + j) at
+ * [k*nr + j], columns beyond nc are zero.  Panels follow each other with no gap (a panel
+ * of A is kc*mr elements).  kc >= 1.  Only addresses of real elements are formed. */
+typedef void (*gk_gemm_pack_a_fn)(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                                  int kc, int mr, void *dst);
+typedef void (*gk_gemm_pack_b_fn)(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                                  int nc, int nr, void *dst);
 
-/* A kernel family for one element type.  Invariants: mc % mr == 0, nc % nr == 0,
- * mr*nr <= GK_GEMM_MAX_TILE, all block sizes > 0 and small enough that a packed
- * block (mc*kc or kc*nc elements of 8 bytes) fits comfortably in int. */
+/* Micro-kernel (BLIS style: it accumulates into the output tile).  For i < mr_valid,
+ * j < nr_valid, in the accumulator type:
+ *     c[i*ldc + j] = (first ? 0 : c[i*ldc + j]) + a_panel[0*mr + i] * b_panel[0*nr + j]
+ *                                               + a_panel[1*mr + i] * b_panel[1*nr + j]
+ *                                               + ...   (k = 0 .. kc-1, left to right)
+ * i.e. the running sum of each output continues K block after K block in increasing k,
+ * starting from +0 (a sum of -0 products is +0); float products are rounded (no FMA in
+ * the scalar oracle; a SIMD family's FMA changes the rounding within the documented bounds,
+ * never the order -- but QLinearMatMul's float8 path, which runs the float32 family, is
+ * bit-identical to its definition only with separately rounded products).  first != 0: c is only written (never read: it may hold garbage,
+ * e.g. an uninitialised Y).  Elements of c outside mr_valid x nr_valid are neither read
+ * nor written: they may lie beyond Y (edge tiles: 1 <= mr_valid <= mr, 1 <= nr_valid <= nr;
+ * a kernel may compute the whole tile in registers and store only the valid part, with
+ * masked stores or through a local tile).  ldc is in elements; c is aligned for the
+ * accumulator type.  kc == 0 happens only with first (K == 0): the tile is set to zeros;
+ * the panels are then not read.  c is Y itself when Y's element has the accumulator's
+ * type (float32, float64, all integers: int32/int64 storage is written as its unsigned
+ * variant), else a float32 workspace (float16/bfloat16, QLinearMatMul's 8-bit outputs). */
+typedef void (*gk_gemm_ukernel_fn)(int kc, const void *a_panel, const void *b_panel, void *c,
+                                   ptrdiff_t ldc, int mr_valid, int nr_valid, int first);
+
+/* Epilogue: runs once per output tile, right after its last K block, on outputs
+ * (m0 + i, n0 + j), i < rows, j < cols, whose finished sums are acc[i*ldacc + j]
+ * (accumulator type).  When Y's element is the accumulator type, acc IS Y's tile
+ * (ldacc = Y's row stride) and the epilogue rewrites it in place; otherwise acc is the
+ * float32 workspace and the epilogue writes Y.  ctx is the operator's (a gk_gemm_epi for
+ * Gemm).  A NULL epilogue means the sums are the result (Gemm with alpha == 1, no C). */
+typedef void (*gk_gemm_epilogue_fn)(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
+                                    int cols, void *acc, ptrdiff_t ldacc);
+
+/* A kernel family for one element type: micro-kernel, packing format, block sizes and
+ * epilogue, chosen together.  Invariants: mc % mr == 0, nc % nr == 0, all block sizes > 0
+ * and small enough that a packed block (mc*kc or kc*nc elements of 8 bytes) fits
+ * comfortably in int.  There is no cap on the tile (mr x nr): the driver never keeps a
+ * tile of its own (AVX-512 14x32 / 6x64 and AMX 32x32 / 16x64 tiles are fine). */
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
     int dtype;            /* enum gk_gemm_dtype this family serves */
@@ -84,9 +127,8 @@ typedef struct gk_gemm_kernel {
     gk_gemm_pack_a_fn pack_a;
     gk_gemm_pack_b_fn pack_b;
     gk_gemm_ukernel_fn ukernel;
+    gk_gemm_epilogue_fn epilogue; /* Gemm's epilogue for this dtype (ctx: gk_gemm_epi) */
 } gk_gemm_kernel;
-
-#define GK_GEMM_MAX_TILE 256 /* elements: the driver's stack tile is 256*8 = 2 KiB */
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)
@@ -130,6 +172,47 @@ typedef struct gk_gemm_args {
     int alpha_exact, beta_exact;
 } gk_gemm_args;
 
+/* Gemm's epilogue parameters, resolved once per call from gk_gemm_args (gk_gemm_epi_init):
+ *   float types:      y = alpha*acc (+ beta*C if use_c), in the accumulator type
+ *                     (float for 16-bit types, rounded once, RNE, on store)
+ *   integers, exact:  y = alpha_u*acc (+ beta_u*C) modulo 2**bits
+ *   integers, float:  y = gk_gemm_f64_to_u64_mod(double(acc)*alpha (+ double(C)*beta))
+ * use_c is false when C is absent or beta == 0: C is then never dereferenced.
+ * C(m, n) is at c + m*c_rs + n*c_cs bytes, strides 0 on broadcast axes (every broadcast
+ * form of ONNX Gemm: (), [1], [N], [1,N], [M,1], [M,N]). */
+typedef struct gk_gemm_epi {
+    int use_c;
+    int int_float_path;       /* integer dtypes only */
+    float alpha_f, beta_f;    /* float16/bfloat16/float32 */
+    double alpha_d, beta_d;   /* float64, and the integer float path */
+    uint64_t alpha_u, beta_u; /* integer exact path, reduced modulo 2**64 (the caller's
+                               * integer, or an integral double's exact value) */
+    const char *c;
+    ptrdiff_t c_rs, c_cs;     /* bytes */
+    char *y;
+    ptrdiff_t ldy;            /* elements */
+} gk_gemm_epi;
+
+/* Resolves alpha/beta/C handling for args (see gk_gemm_args for the rules). */
+void gk_gemm_epi_init(gk_gemm_epi *e, const gk_gemm_args *args);
+/* Nonzero when, for args->dtype, the epilogue would leave every accumulator unchanged
+ * (Y stored in the accumulator type, no C read, alpha == 1 in the compute type): the
+ * driver then skips it. */
+int gk_gemm_epi_is_identity(const gk_gemm_epi *e, int dtype);
+
+/* Gemm's generic epilogues (src/csrc/gemm/gk_gemm_epilogue.c), one per output type (ctx is
+ * a gk_gemm_epi): simple strided loops, one per (output type, C form), no per-element
+ * branching, built for the baseline so the compiler may vectorise them.  A SIMD family may
+ * list its own instead; results must be bit-identical. */
+void gk_gemm_epilogue_f16(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_bf16(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_f32(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_f64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_i32(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_u32(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_i64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+void gk_gemm_epilogue_u64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;
 extern const gk_gemm_kernel gk_gemm_bf16_scalar;
@@ -140,24 +223,28 @@ extern const gk_gemm_kernel gk_gemm_u32_scalar;
 extern const gk_gemm_kernel gk_gemm_i64_scalar;
 extern const gk_gemm_kernel gk_gemm_u64_scalar;
 
-/* Generic packers for the panel format above (src/csrc/gemm/gk_gemm_pack.c), one per source
- * element type; the destination is the accumulator type.  Any family using that layout
- * may reuse them. */
-void gk_gemm_pack_a_f16(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_f16(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_a_bf16(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_bf16(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_a_f32(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_f32(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_a_f64(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_f64(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_a_u32(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_u32(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_a_u64(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst);
-void gk_gemm_pack_b_u64(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst);
+/* Scalar families at AVX-512 / AMX tile shapes (14x32, 6x64, 16x64, 32x32), NULL-terminated;
+ * never selected by the dispatch, only run by the tests to show the engine has no tile cap. */
+extern const gk_gemm_kernel *const gk_gemm_wide_tile_families[];
 
-/* The family used for `dtype` (most specific usable first; today the scalar one).
- * NULL for an unknown dtype. */
+/* Generic packers for the standard panel layout (src/csrc/gemm/gk_gemm_pack.c), one per
+ * source element type; the destination is the accumulator type.  Any family using that
+ * layout may reuse them. */
+#define GK_GEMM_DECLARE_PACKERS(T)                                                          \
+    void gk_gemm_pack_a_##T(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,      \
+                            int kc, int mr, void *dst);                                     \
+    void gk_gemm_pack_b_##T(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,      \
+                            int nc, int nr, void *dst);
+GK_GEMM_DECLARE_PACKERS(f16)
+GK_GEMM_DECLARE_PACKERS(bf16)
+GK_GEMM_DECLARE_PACKERS(f32)
+GK_GEMM_DECLARE_PACKERS(f64)
+GK_GEMM_DECLARE_PACKERS(u32)
+GK_GEMM_DECLARE_PACKERS(u64)
+#undef GK_GEMM_DECLARE_PACKERS
+
+/* The family used for `dtype`: its dispatch row's most specific family at or below the
+ * selected ISA level (gk_dispatch.h).  NULL for an unknown dtype. */
 const gk_gemm_kernel *gk_gemm_kernel_for(int dtype);
 
 /* Runs one problem with a given family (its dtype must equal args->dtype).  Thread-safe:
@@ -165,6 +252,30 @@ const gk_gemm_kernel *gk_gemm_kernel_for(int dtype);
 int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args);
 /* gk_gemm_run(gk_gemm_kernel_for(args->dtype), args). */
 int gk_gemm(const gk_gemm_args *args);
+
+/* The engine below gk_gemm_run, for operators that bring their own packers and epilogue
+ * around a family's micro-kernel and blocking (QLinearMatMul's float path: packers that
+ * dequantize float8/int8 into float32 panels, an epilogue that requantizes).
+ *   kern:     micro-kernel, mr/nr/mc/kc/nc and accumulator type (its packers and epilogue
+ *             are NOT used: the plan's are)
+ *   a, b:     the operands, handed to pack_a / pack_b (standard panel layout)
+ *   epilogue: called per tile after its last K block with epi_ctx; NULL = none
+ *   acc_y:    non-NULL when Y's element is the accumulator type: partial sums live in Y
+ *             (row stride ld_acc_y elements) and the epilogue finishes them in place;
+ *             NULL: partial sums live in a workspace (an mr x nr tile when K <= KC, else
+ *             M x min(N, NC) accumulators of one column stripe) and the epilogue writes Y.
+ * Returns enum gk_gemm_status. */
+typedef struct gk_gemm_plan {
+    ptrdiff_t m, n, k;
+    gk_gemm_src a, b;
+    gk_gemm_pack_a_fn pack_a;
+    gk_gemm_pack_b_fn pack_b;
+    gk_gemm_epilogue_fn epilogue;
+    const void *epi_ctx;
+    void *acc_y;
+    ptrdiff_t ld_acc_y;
+} gk_gemm_plan;
+int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
 
 /* The float->integer cast of the non-integral path: trunc toward zero, then modulo 2**64
  * (callers keep the low 32 bits for 32-bit types); NaN and +-inf give 0.  Exact. */

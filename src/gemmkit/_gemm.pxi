@@ -43,6 +43,15 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         uint64_t alpha_u64, beta_u64
         int alpha_exact, beta_exact
     int gk_gemm(const gk_gemm_args *args)
+    ctypedef struct gk_gemm_kernel:
+        const char *isa
+        int dtype
+        int acc
+        int mr, nr
+        int mc, kc, nc
+    const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
+    int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
+    const gk_gemm_kernel *const gk_gemm_wide_tile_families[]
 
 cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
 _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
@@ -68,6 +77,22 @@ cdef int _gemm_dtype(cnp.ndarray x):
     if d.kind == b'u':
         return GK_DT_U32 if size == 4 else (GK_DT_U64 if size == 8 else -1)
     return -1
+
+
+def _gemm_family_info(dtype):
+    """The Gemm kernel family that runs `dtype` (anything np.dtype accepts): a dict with
+    its "isa", register tile "mr" x "nr" and cache blocks "mc", "kc", "nc" (K beyond kc
+    runs in K blocks, M beyond mc in row blocks, N beyond nc in column stripes).  For tests
+    and benchmarks that shape problems around the blocking."""
+    cdef cnp.ndarray x = np.empty(0, dtype)
+    cdef int dt = _gemm_dtype(x)
+    cdef const gk_gemm_kernel *k
+    if dt < 0:
+        raise TypeError(f"_gemm_family_info: unsupported dtype {x.dtype}; supported: "
+                        f"{_GK_GEMM_SUPPORTED}")
+    k = gk_gemm_kernel_for(dt)
+    return {"isa": k.isa.decode("ascii"), "mr": k.mr, "nr": k.nr, "mc": k.mc, "kc": k.kc,
+            "nc": k.nc}
 
 
 # ---- scalar arguments ------------------------------------------------------------------
@@ -303,6 +328,41 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     cast(float64(A' @ B' wrapped) * alpha + float64(C) * beta), where cast truncates toward
     zero and wraps modulo 2**bits (NaN/inf -> 0).
     """
+    return _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast, NULL)
+
+
+def _gemm_with_wide_tile(int family, A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """gemm run by gk_gemm_wide_tile_families[family] (scalar families at AVX-512 / AMX tile
+    shapes, never selected by the dispatch) instead of the dispatched family; the dtype
+    must be that family's.  Returns (Y, family info dict).  For the tests: the engine must
+    not cap or assume a tile size."""
+    cdef int n = 0
+    while gk_gemm_wide_tile_families[n] != NULL:
+        n += 1
+    if not 0 <= family < n:
+        raise IndexError(f"_gemm_with_wide_tile: family must be in [0, {n}), got {family}")
+    cdef const gk_gemm_kernel *k = gk_gemm_wide_tile_families[family]
+    info = {"isa": k.isa.decode("ascii"), "dtype": k.dtype, "mr": k.mr, "nr": k.nr,
+            "mc": k.mc, "kc": k.kc, "nc": k.nc}
+    return _gemm_impl(A, B, C, alpha, beta, transA, transB, 1, k), info
+
+
+def _gemm_wide_tile_dtypes():
+    """NumPy dtypes served by gk_gemm_wide_tile_families, in order."""
+    names = {GK_DT_F16: "float16", GK_DT_BF16: _gk_ml_dtypes.bfloat16, GK_DT_F32: "float32",
+             GK_DT_F64: "float64", GK_DT_I32: "int32", GK_DT_U32: "uint32",
+             GK_DT_I64: "int64", GK_DT_U64: "uint64"}
+    out = []
+    cdef int n = 0
+    while gk_gemm_wide_tile_families[n] != NULL:
+        out.append(np.dtype(names[gk_gemm_wide_tile_families[n].dtype]))
+        n += 1
+    return out
+
+
+cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
+                       const gk_gemm_kernel *kern):
+    """gemm's body; kern: the family to run (NULL: the dispatched one)."""
     cdef cnp.ndarray a, b, c = None, y
     cdef int ta = _gemm_flag(transA, "transA")
     cdef int tb = _gemm_flag(transB, "transB")
@@ -413,8 +473,10 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     args.beta_u64 = rb.u if rb.exact else 0
     args.alpha_exact = ra.exact
     args.beta_exact = rb.exact
+    if kern != NULL and kern.dtype != dt:
+        raise TypeError(f"gemm: this kernel family does not serve dtype {(<object>a).dtype}")
     with nogil:
-        rc = gk_gemm(&args)
+        rc = gk_gemm(&args) if kern == NULL else gk_gemm_run(kern, &args)
     if rc != GK_GEMM_OK:
         if rc == GK_GEMM_ENOMEM:
             raise MemoryError(f"gemm: out of memory for workspace (M={M}, N={N}, K={K})")

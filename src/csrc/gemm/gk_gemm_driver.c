@@ -1,21 +1,21 @@
-/* The Gemm driver: cache blocking, packing, micro-kernel calls, K-block merging and the
- * epilogue (gk_gemm_epilogue.c).  Loop order (BLIS): jc over N by NC, pc over K by KC
- * (B block packed once per (jc, pc)), ic over M by MC (A block packed), then jr/ir over
- * NR x MR register tiles.
+/* The Gemm driver: cache blocking, packing, micro-kernel calls and the epilogue.
+ * Loop order (BLIS): jc over N by NC, pc over K by KC (B block packed once per (jc, pc)),
+ * ic over M by MC (A block packed), then jr/ir over NR x MR register tiles.
  *
- * K blocks: the micro-kernel always overwrites a private stack tile; the driver merges
- * it into the partial sums of earlier K blocks.  Partial sums live in Y itself when Y's
- * element has the accumulator's size (float32, float64, all integers: Y's storage is the
- * accumulator type or its signed variant), otherwise (float16/bfloat16) in a float
- * workspace of M x min(N, NC).  The last K block finishes each tile straight from the
- * stack tile through the epilogue, so with K <= KC Y is written exactly once and nothing
- * else is touched.
+ * K blocks: the micro-kernel accumulates into the tile's running sums itself (first K
+ * block: overwrite; later blocks: add), so no K block pays a merge and each output's sum
+ * runs in increasing k from +0 to the end.  The running sums live in Y when Y's element
+ * is the accumulator type (float32, float64, all integers), otherwise (float16/bfloat16,
+ * QLinearMatMul's 8-bit outputs) in a float workspace: one mr x nr tile when K fits one
+ * block (the epilogue follows each kernel call at once), else the M x min(N, NC) sums of
+ * one column stripe.  After a tile's last K block the epilogue finishes it (alpha, beta*C,
+ * output cast; in place in Y for accumulator-typed outputs).
  *
  * All state is in the per-call workspace: thread-safe.  One allocation per call. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "gk_gemm_internal.h"
+#include "gemmkit/gk_gemm.h"
 
 static size_t acc_size(int acc) { return (acc == GK_ACC_F32 || acc == GK_ACC_U32) ? 4 : 8; }
 
@@ -37,76 +37,44 @@ static size_t out_size(int dtype)
 static ptrdiff_t min_pd(ptrdiff_t a, ptrdiff_t b) { return a < b ? a : b; }
 static ptrdiff_t round_up(ptrdiff_t x, ptrdiff_t r) { return (x + r - 1) / r * r; }
 
-/* tile[i*ld + j] += st[i*ldst + j] for the valid part, in the accumulator type. */
-static void merge_add(int acc, void *tile, int ld, const char *st, ptrdiff_t ldst, int rows,
-                      int cols)
+int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
 {
-    for (int i = 0; i < rows; i++) {
-        for (int j = 0; j < cols; j++) {
-            ptrdiff_t t = (ptrdiff_t)i * ld + j, s = (ptrdiff_t)i * ldst + j;
-            switch (acc) {
-            case GK_ACC_F32: ((float *)tile)[t] += ((const float *)st)[s]; break;
-            case GK_ACC_F64: ((double *)tile)[t] += ((const double *)st)[s]; break;
-            case GK_ACC_U32: ((uint32_t *)tile)[t] += ((const uint32_t *)st)[s]; break;
-            default: ((uint64_t *)tile)[t] += ((const uint64_t *)st)[s]; break;
-            }
-        }
-    }
-}
-
-/* st[i*ldst + j] = tile[i*ld + j] for the valid part (raw copy of accumulator values). */
-static void merge_store(size_t esz, const void *tile, int ld, char *st, ptrdiff_t ldst,
-                        int rows, int cols)
-{
-    for (int i = 0; i < rows; i++)
-        memcpy(st + (ptrdiff_t)i * ldst * (ptrdiff_t)esz,
-               (const char *)tile + (size_t)i * (size_t)ld * esz, (size_t)cols * esz);
-}
-
-int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
-{
-    gk_gemm_epi epi;
     const ptrdiff_t M = g->m, N = g->n, K = g->k;
-    const char *A = (const char *)g->a, *B = (const char *)g->b;
-    union {
-        float f32[GK_GEMM_MAX_TILE];
-        double f64[GK_GEMM_MAX_TILE];
-        uint32_t u32[GK_GEMM_MAX_TILE];
-        uint64_t u64[GK_GEMM_MAX_TILE];
-    } tile;
-    size_t esz, a_bytes, b_bytes, ws_bytes = 0, total;
-    ptrdiff_t mr, nr, MC, KC, NC, ld_st;
-    int split_k, use_ws;
-    char *raw, *ap, *bp, *ws, *st_base;
+    size_t esz, a_bytes, b_bytes, ws_bytes, total;
+    ptrdiff_t mr, nr, MC, KC, NC;
+    int split_k;
+    char *raw, *ap, *bp, *ws;
 
-    if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype ||
-        M < 0 || N < 0 || K < 0 || kern->mr * kern->nr > GK_GEMM_MAX_TILE)
+    if (kern == NULL || M < 0 || N < 0 || K < 0 || kern->mr < 1 || kern->nr < 1)
         return GK_GEMM_EINVAL;
     if (M == 0 || N == 0)
         return GK_GEMM_OK;
 
-    gk_gemm_epi_init(&epi, g);
     esz = acc_size(kern->acc);
     mr = kern->mr;
     nr = kern->nr;
     /* Blocks never exceed the problem (rounded to the tile), so small calls allocate
-     * little.  KC is at least 1 so that K == 0 still runs one (empty) K block, whose zero
-     * tiles carry beta*C through the epilogue. */
+     * little.  KC is at least 1 so that K == 0 still runs one (empty) K block: the
+     * kernel's first-block flag zeroes the tile and the epilogue carries beta*C. */
     MC = min_pd(kern->mc, round_up(M, mr));
     NC = min_pd(kern->nc, round_up(N, nr));
     KC = K == 0 ? 1 : min_pd(kern->kc, K);
     split_k = K > KC;
-    use_ws = split_k && out_size(g->dtype) != esz;
 
-    /* Fit in size_t: MC, NC, KC are bounded by the family's block sizes (small ints). */
+    /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
+     * ints). */
     a_bytes = (size_t)MC * (size_t)KC * esz;
     b_bytes = (size_t)NC * (size_t)KC * esz;
-    ld_st = use_ws ? NC : g->ldy;
-    if (use_ws) {
-        /* M x NC floats: the partial sums of one column stripe, all rows */
-        if ((size_t)M > ((size_t)PTRDIFF_MAX - a_bytes - b_bytes - 256) / ((size_t)NC * esz))
-            return GK_GEMM_ENOMEM;
-        ws_bytes = (size_t)M * (size_t)NC * esz;
+    ws_bytes = 0;
+    if (g->acc_y == NULL) {
+        if (!split_k) {
+            ws_bytes = (size_t)mr * (size_t)nr * esz;
+        } else {
+            /* M x NC sums: one column stripe, all rows */
+            if ((size_t)M > ((size_t)PTRDIFF_MAX - a_bytes - b_bytes - 256) / ((size_t)NC * esz))
+                return GK_GEMM_ENOMEM;
+            ws_bytes = (size_t)M * (size_t)NC * esz;
+        }
     }
     total = a_bytes + b_bytes + ws_bytes + 3 * 64;
     raw = (char *)malloc(total);
@@ -116,7 +84,6 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     ap = raw + (64 - (uintptr_t)raw % 64) % 64;
     bp = ap + (a_bytes + 63) / 64 * 64;
     ws = bp + (b_bytes + 63) / 64 * 64;
-    st_base = use_ws ? ws : (char *)g->y;
 
     for (ptrdiff_t jc = 0; jc < N; jc += NC) {
         const int nc = (int)min_pd(NC, N - jc);
@@ -125,30 +92,36 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
             const int kc = (int)min_pd(KC, K - pc); /* 0 only when K == 0 */
             const int first = pc == 0, last = pc + kc >= K;
             if (kc > 0)
-                kern->pack_b((int)nr, kc, nc, B + pc * g->b_rs + jc * g->b_cs, g->b_rs,
-                             g->b_cs, bp);
+                g->pack_b(&g->b, pc, jc, kc, nc, (int)nr, bp);
             for (ptrdiff_t ic = 0; ic < M; ic += MC) {
                 const int mc = (int)min_pd(MC, M - ic);
                 if (kc > 0)
-                    kern->pack_a((int)mr, mc, kc, A + ic * g->a_rs + pc * g->a_cs, g->a_rs,
-                                 g->a_cs, ap);
+                    g->pack_a(&g->a, ic, pc, mc, kc, (int)mr, ap);
                 for (int jr = 0; jr < nc; jr += (int)nr) {
                     const int cols = (int)min_pd(nr, nc - jr);
                     for (int ir = 0; ir < mc; ir += (int)mr) {
                         const int rows = (int)min_pd(mr, mc - ir);
                         const ptrdiff_t m0 = ic + ir, n0 = jc + jr;
-                        /* partial sums of (m0, n0): Y uses global columns, the
-                         * workspace columns relative to the stripe */
-                        char *st = st_base +
-                                   (m0 * ld_st + (use_ws ? jr : n0)) * (ptrdiff_t)esz;
+                        /* the tile's running sums: in Y (global columns), in the
+                         * stripe workspace (columns relative to the stripe), or in the
+                         * one-tile workspace */
+                        char *c;
+                        ptrdiff_t ldc;
+                        if (g->acc_y != NULL) {
+                            ldc = g->ld_acc_y;
+                            c = (char *)g->acc_y + (m0 * ldc + n0) * (ptrdiff_t)esz;
+                        } else if (split_k) {
+                            ldc = NC;
+                            c = ws + (m0 * ldc + jr) * (ptrdiff_t)esz;
+                        } else {
+                            ldc = nr;
+                            c = ws;
+                        }
                         kern->ukernel(kc, ap + (size_t)ir * (size_t)kc * esz,
-                                      bp + (size_t)jr * (size_t)kc * esz, &tile);
-                        if (!first)
-                            merge_add(kern->acc, &tile, (int)nr, st, ld_st, rows, cols);
-                        if (last)
-                            gk_gemm_epilogue(&epi, rows, cols, &tile, nr, m0, n0);
-                        else
-                            merge_store(esz, &tile, (int)nr, st, ld_st, rows, cols);
+                                      bp + (size_t)jr * (size_t)kc * esz, c, ldc, rows, cols,
+                                      first);
+                        if (last && g->epilogue != NULL)
+                            g->epilogue(g->epi_ctx, m0, n0, rows, cols, c, ldc);
                     }
                 }
             }
@@ -157,6 +130,41 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     }
     free(raw);
     return GK_GEMM_OK;
+}
+
+int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
+{
+    gk_gemm_epi epi;
+    gk_gemm_plan plan;
+
+    if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
+        return GK_GEMM_EINVAL;
+    gk_gemm_epi_init(&epi, g);
+    plan.m = g->m;
+    plan.n = g->n;
+    plan.k = g->k;
+    plan.a.p = (const char *)g->a;
+    plan.a.rs = g->a_rs;
+    plan.a.cs = g->a_cs;
+    plan.a.ctx = NULL;
+    plan.b.p = (const char *)g->b;
+    plan.b.rs = g->b_rs;
+    plan.b.cs = g->b_cs;
+    plan.b.ctx = NULL;
+    plan.pack_a = kern->pack_a;
+    plan.pack_b = kern->pack_b;
+    plan.epilogue = gk_gemm_epi_is_identity(&epi, g->dtype) ? NULL : kern->epilogue;
+    plan.epi_ctx = &epi;
+    /* Y's storage is the accumulator type (or its signed variant) exactly when the sizes
+     * agree: float32/float64/int32/uint32/int64/uint64 */
+    if (out_size(g->dtype) == acc_size(kern->acc)) {
+        plan.acc_y = g->y;
+        plan.ld_acc_y = g->ldy;
+    } else {
+        plan.acc_y = NULL;
+        plan.ld_acc_y = 0;
+    }
+    return gk_gemm_drive(kern, &plan);
 }
 
 int gk_gemm(const gk_gemm_args *args)

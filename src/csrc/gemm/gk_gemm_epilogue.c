@@ -1,11 +1,18 @@
-/* Gemm epilogue: Y = alpha*acc + beta*C and the output cast, for one block of outputs.
+/* Gemm epilogue: Y = alpha*acc + beta*C and the output cast, for one tile of outputs.
  * Built for the baseline with -ffp-contract=off: alpha*acc + beta*c is two roundings of
- * products and one of the sum, exactly NumPy's `o = dot*alpha; o += c*beta`. */
+ * products and one of the sum, exactly NumPy's `o = dot*alpha; o += c*beta`.
+ *
+ * One function per output type; inside, one simple loop nest per (path, C form) -- no C,
+ * C constant along a row (C strides: column 0: shapes (), [1], [M,1]), C contiguous along
+ * a row, C strided -- with no branch per element, so the compiler may vectorise them
+ * (the 16-bit conversions and the integer float path's cast are calls it may not).  For
+ * outputs stored in the accumulator type the tile is rewritten in place (acc IS Y's
+ * tile: no second pointer, so no aliasing question for the vectoriser). */
 #include <math.h>
 #include <string.h>
 
 #include "gemmkit/gk_codecs.h"
-#include "gk_gemm_internal.h"
+#include "gemmkit/gk_gemm.h"
 
 #define TWO63 9223372036854775808.0
 #define TWO64 18446744073709551616.0
@@ -31,7 +38,6 @@ void gk_gemm_epi_init(gk_gemm_epi *e, const gk_gemm_args *g)
 {
     int dt = g->dtype;
     memset(e, 0, sizeof(*e));
-    e->dtype = dt;
     e->alpha_f = (float)g->alpha;
     e->beta_f = (float)g->beta;
     e->alpha_d = g->alpha;
@@ -60,6 +66,28 @@ void gk_gemm_epi_init(gk_gemm_epi *e, const gk_gemm_args *g)
     e->ldy = g->ldy;
 }
 
+int gk_gemm_epi_is_identity(const gk_gemm_epi *e, int dtype)
+{
+    if (e->use_c)
+        return 0;
+    switch (dtype) {
+    case GK_DT_F32:
+        /* 1.0f * x == x bit for bit, for every float x a sum can be (NaNs from
+         * arithmetic are already quiet) */
+        return e->alpha_f == 1.0f;
+    case GK_DT_F64:
+        return e->alpha_d == 1.0;
+    case GK_DT_I32:
+    case GK_DT_U32:
+        return !e->int_float_path && (uint32_t)e->alpha_u == 1u;
+    case GK_DT_I64:
+    case GK_DT_U64:
+        return !e->int_float_path && e->alpha_u == 1u;
+    default: /* 16-bit outputs always need their cast */
+        return 0;
+    }
+}
+
 /* Exact reads of two's complement bit patterns as doubles (no implementation-defined
  * unsigned -> signed conversion): 2**32 and 2**64 offsets are exact in double, and
  * negating the magnitude rounds like rounding the negative value. */
@@ -72,145 +100,169 @@ static inline double s64_to_f64(uint64_t u)
     return u < ((uint64_t)1 << 63) ? (double)u : -(double)((uint64_t)0 - u);
 }
 
-/* Inside the loop: m, n = output indices; crow = C's row m (only formed when C is used,
- * so a NULL C never takes part in pointer arithmetic); c_at(e, m, n) = C(m, n). */
-#define ROWS_COLS_LOOP(BODY)                                                   \
-    for (int i = 0; i < rows; i++) {                                           \
-        const ptrdiff_t m = m0 + i;                                            \
-        const char *crow = e->use_c ? e->c + m * e->c_rs : NULL;               \
-        (void)crow;                                                            \
-        for (int j = 0; j < cols; j++) {                                       \
-            const ptrdiff_t n = n0 + j;                                        \
-            BODY                                                               \
-        }                                                                      \
-    }
-#define c_at(e, m, n) (crow + (n) * (e)->c_cs)
+static inline float load_f32(const char *p) { float c; memcpy(&c, p, 4); return c; }
+static inline double load_f64(const char *p) { double c; memcpy(&c, p, 8); return c; }
+static inline float load_f16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_f16_to_f32(h); }
+static inline float load_bf16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_bf16_to_f32(h); }
+static inline uint32_t load_u32(const char *p) { uint32_t c; memcpy(&c, p, 4); return c; }
+static inline uint64_t load_u64(const char *p) { uint64_t c; memcpy(&c, p, 8); return c; }
 
-static inline float load_c_f32(const char *p) { float c; memcpy(&c, p, 4); return c; }
-static inline float load_c_f16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_f16_to_f32(h); }
-static inline float load_c_bf16(const char *p) { uint16_t h; memcpy(&h, p, 2); return gk_bf16_to_f32(h); }
-static inline float as_f32(float v) { return v; }
-
-/* One loop per (output type, C used): branch-free inner loops, cheap for small tiles. */
-#define EPI_F32ACC(OUT_T, STORE, LOADC)                                                    \
-    do {                                                                                   \
-        OUT_T *y = (OUT_T *)e->y;                                                          \
-        if (e->use_c) {                                                                    \
-            ROWS_COLS_LOOP({                                                               \
-                float v = alpha * acc[(ptrdiff_t)i * ldacc + j];                           \
-                y[m * e->ldy + n] = STORE(v + beta * LOADC(c_at(e, m, n)));                \
-            })                                                                             \
-        } else {                                                                           \
-            ROWS_COLS_LOOP({ y[m * e->ldy + n] = STORE(alpha * acc[(ptrdiff_t)i * ldacc + j]); }) \
-        }                                                                                  \
+/* The loop nests of one (output type, path).  Parameters (macros of their arguments):
+ *   ACC_T  accumulator type; OUT_T Y's element (== ACC_T's storage when INPLACE)
+ *   VAL_T  the type the arithmetic runs in
+ *   SCALE(a)     alpha * accumulator, in VAL_T
+ *   CTERM(c)     beta * C element (c as loaded by LOADC), in VAL_T
+ *   ADD(u, v)    u + v in VAL_T
+ *   STORE(v)     VAL_T -> OUT_T (the output cast)
+ *   LOADC(p), CSZ  reads C's element at p; its size in bytes
+ * The caller declares `alpha` and `beta` (used by SCALE/CTERM) before expanding. */
+#define GK_EPI_LOOPS(ACC_T, OUT_T, INPLACE, VAL_T, SCALE, CTERM, ADD, STORE, LOADC, CSZ)     \
+    do {                                                                                 \
+        ACC_T *acc_ = (ACC_T *)acc;                                                      \
+        OUT_T *y_ = INPLACE ? (OUT_T *)acc : (OUT_T *)e->y + m0 * e->ldy + n0;           \
+        const ptrdiff_t ldy_ = INPLACE ? ldacc : e->ldy;                                 \
+        if (!e->use_c) {                                                                 \
+            for (int i = 0; i < rows; i++) {                                             \
+                const ACC_T *a_ = acc_ + i * ldacc;                                      \
+                OUT_T *yr_ = y_ + i * ldy_;                                              \
+                for (int j = 0; j < cols; j++)                                           \
+                    yr_[j] = STORE(SCALE(a_[j]));                                        \
+            }                                                                            \
+        } else {                                                                         \
+            const ptrdiff_t crs_ = e->c_rs, ccs_ = e->c_cs;                              \
+            /* C is used: m0, n0 are real outputs, so this is an address in C */        \
+            const char *c_ = e->c + m0 * crs_ + n0 * ccs_;                               \
+            for (int i = 0; i < rows; i++) {                                             \
+                const ACC_T *a_ = acc_ + i * ldacc;                                      \
+                OUT_T *yr_ = y_ + i * ldy_;                                              \
+                const char *cr_ = c_ + i * crs_;                                         \
+                if (ccs_ == 0) {                                                         \
+                    const VAL_T cb_ = CTERM(LOADC(cr_));                                 \
+                    for (int j = 0; j < cols; j++)                                       \
+                        yr_[j] = STORE(ADD(SCALE(a_[j]), cb_));                          \
+                } else if (ccs_ == CSZ) {                                                \
+                    for (int j = 0; j < cols; j++)                                       \
+                        yr_[j] = STORE(ADD(SCALE(a_[j]), CTERM(LOADC(cr_ + j * CSZ))));  \
+                } else {                                                                 \
+                    for (int j = 0; j < cols; j++)                                       \
+                        yr_[j] = STORE(ADD(SCALE(a_[j]), CTERM(LOADC(cr_ + j * ccs_)))); \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
     } while (0)
 
-static void epi_f32acc(const gk_gemm_epi *e, int rows, int cols, const float *acc,
-                       ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
+#define EPI_SIGNATURE(NAME)                                                              \
+    void NAME(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, \
+              ptrdiff_t ldacc)
+
+/* ---- float accumulators ---- */
+#define F_SCALE(a) (alpha * (a))
+#define F_CTERM(c) (beta * (c))
+#define F_ADD(u, v) ((u) + (v))
+#define F_KEEP(v) (v)
+
+EPI_SIGNATURE(gk_gemm_epilogue_f32)
 {
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
     const float alpha = e->alpha_f, beta = e->beta_f;
-    if (e->dtype == GK_DT_F32)
-        EPI_F32ACC(float, as_f32, load_c_f32);
-    else if (e->dtype == GK_DT_F16)
-        EPI_F32ACC(uint16_t, gk_f32_to_f16, load_c_f16);
-    else
-        EPI_F32ACC(uint16_t, gk_f32_to_bf16, load_c_bf16);
+    GK_EPI_LOOPS(float, float, 1, float, F_SCALE, F_CTERM, F_ADD, F_KEEP, load_f32, 4);
 }
 
-static void epi_f64acc(const gk_gemm_epi *e, int rows, int cols, const double *acc,
-                       ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
+EPI_SIGNATURE(gk_gemm_epilogue_f16)
 {
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
+    const float alpha = e->alpha_f, beta = e->beta_f;
+    GK_EPI_LOOPS(float, uint16_t, 0, float, F_SCALE, F_CTERM, F_ADD, gk_f32_to_f16, load_f16, 2);
+}
+
+EPI_SIGNATURE(gk_gemm_epilogue_bf16)
+{
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
+    const float alpha = e->alpha_f, beta = e->beta_f;
+    GK_EPI_LOOPS(float, uint16_t, 0, float, F_SCALE, F_CTERM, F_ADD, gk_f32_to_bf16, load_bf16, 2);
+}
+
+EPI_SIGNATURE(gk_gemm_epilogue_f64)
+{
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
     const double alpha = e->alpha_d, beta = e->beta_d;
-    ROWS_COLS_LOOP({
-        double v = alpha * acc[(ptrdiff_t)i * ldacc + j];
-        if (e->use_c) {
-            double c;
-            memcpy(&c, c_at(e, m, n), 8);
-            v = v + beta * c;
-        }
-        ((double *)e->y)[m * e->ldy + n] = v;
-    })
+    GK_EPI_LOOPS(double, double, 1, double, F_SCALE, F_CTERM, F_ADD, F_KEEP, load_f64, 8);
 }
 
-static void epi_u32acc(const gk_gemm_epi *e, int rows, int cols, const uint32_t *acc,
-                       ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
+/* ---- integer accumulators: exact modular path ---- */
+/* 0u + x: unsigned arithmetic whatever the width of int, wraps mod 2**32 */
+#define U32_SCALE(a) ((uint32_t)((0u + alpha) * (a)))
+#define U32_CTERM(c) ((uint32_t)((0u + beta) * (c)))
+#define U32_ADD(u, v) ((uint32_t)((u) + (v)))
+#define U64_SCALE(a) (alpha * (a))
+#define U64_CTERM(c) (beta * (c))
+#define U64_ADD(u, v) ((u) + (v))
+
+/* ---- integer accumulators: the onnx reference's float path ---- */
+#define S32_FSCALE(a) (s32_to_f64(a) * alpha)
+#define S32_FCTERM(c) (s32_to_f64(c) * beta)
+#define U32_FSCALE(a) ((double)(a) * alpha)
+#define U32_FCTERM(c) ((double)(c) * beta)
+#define S64_FSCALE(a) (s64_to_f64(a) * alpha)
+#define S64_FCTERM(c) (s64_to_f64(c) * beta)
+#define TO_U32(v) ((uint32_t)gk_gemm_f64_to_u64_mod(v)) /* the low 32 bits */
+#define TO_U64(v) (gk_gemm_f64_to_u64_mod(v))
+
+static void epi_u32_exact(const gk_gemm_epi *e, ptrdiff_t m0, ptrdiff_t n0, int rows,
+                          int cols, void *acc, ptrdiff_t ldacc)
 {
-    const int is_signed = e->dtype == GK_DT_I32;
-    uint32_t *y = (uint32_t *)e->y; /* int32 storage written as its unsigned variant */
+    const uint32_t alpha = (uint32_t)e->alpha_u, beta = (uint32_t)e->beta_u;
+    GK_EPI_LOOPS(uint32_t, uint32_t, 1, uint32_t, U32_SCALE, U32_CTERM, U32_ADD, F_KEEP, load_u32, 4);
+}
+
+static void epi_u64_exact(const gk_gemm_epi *e, ptrdiff_t m0, ptrdiff_t n0, int rows,
+                          int cols, void *acc, ptrdiff_t ldacc)
+{
+    const uint64_t alpha = e->alpha_u, beta = e->beta_u;
+    GK_EPI_LOOPS(uint64_t, uint64_t, 1, uint64_t, U64_SCALE, U64_CTERM, U64_ADD, F_KEEP, load_u64, 8);
+}
+
+/* int32 storage is written as its unsigned variant */
+EPI_SIGNATURE(gk_gemm_epilogue_i32)
+{
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
     if (!e->int_float_path) {
-        const uint32_t alpha = (uint32_t)e->alpha_u, beta = (uint32_t)e->beta_u;
-        ROWS_COLS_LOOP({
-            /* 0u + x: unsigned arithmetic whatever the width of int, wraps mod 2**32 */
-            uint32_t v = (uint32_t)((0u + alpha) * acc[(ptrdiff_t)i * ldacc + j]);
-            if (e->use_c) {
-                uint32_t c;
-                memcpy(&c, c_at(e, m, n), 4);
-                v = (uint32_t)(v + (0u + beta) * c);
-            }
-            y[m * e->ldy + n] = v;
-        })
+        epi_u32_exact(e, m0, n0, rows, cols, acc, ldacc);
     } else {
-        ROWS_COLS_LOOP({
-            uint32_t a = acc[(ptrdiff_t)i * ldacc + j];
-            double v = (is_signed ? s32_to_f64(a) : (double)a) * e->alpha_d;
-            if (e->use_c) {
-                uint32_t c;
-                memcpy(&c, c_at(e, m, n), 4);
-                v = v + (is_signed ? s32_to_f64(c) : (double)c) * e->beta_d;
-            }
-            y[m * e->ldy + n] = (uint32_t)gk_gemm_f64_to_u64_mod(v); /* low 32 bits */
-        })
+        const double alpha = e->alpha_d, beta = e->beta_d;
+        GK_EPI_LOOPS(uint32_t, uint32_t, 1, double, S32_FSCALE, S32_FCTERM, F_ADD, TO_U32, load_u32, 4);
     }
 }
 
-static void epi_u64acc(const gk_gemm_epi *e, int rows, int cols, const uint64_t *acc,
-                       ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
+EPI_SIGNATURE(gk_gemm_epilogue_u32)
 {
-    const int is_signed = e->dtype == GK_DT_I64;
-    uint64_t *y = (uint64_t *)e->y;
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
     if (!e->int_float_path) {
-        const uint64_t alpha = e->alpha_u, beta = e->beta_u;
-        ROWS_COLS_LOOP({
-            uint64_t v = alpha * acc[(ptrdiff_t)i * ldacc + j];
-            if (e->use_c) {
-                uint64_t c;
-                memcpy(&c, c_at(e, m, n), 8);
-                v += beta * c;
-            }
-            y[m * e->ldy + n] = v;
-        })
+        epi_u32_exact(e, m0, n0, rows, cols, acc, ldacc);
     } else {
-        ROWS_COLS_LOOP({
-            uint64_t a = acc[(ptrdiff_t)i * ldacc + j];
-            double v = (is_signed ? s64_to_f64(a) : (double)a) * e->alpha_d;
-            if (e->use_c) {
-                uint64_t c;
-                memcpy(&c, c_at(e, m, n), 8);
-                v = v + (is_signed ? s64_to_f64(c) : (double)c) * e->beta_d;
-            }
-            y[m * e->ldy + n] = gk_gemm_f64_to_u64_mod(v);
-        })
+        const double alpha = e->alpha_d, beta = e->beta_d;
+        GK_EPI_LOOPS(uint32_t, uint32_t, 1, double, U32_FSCALE, U32_FCTERM, F_ADD, TO_U32, load_u32, 4);
     }
 }
 
-void gk_gemm_epilogue(const gk_gemm_epi *e, int rows, int cols, const void *acc,
-                      ptrdiff_t ldacc, ptrdiff_t m0, ptrdiff_t n0)
+EPI_SIGNATURE(gk_gemm_epilogue_i64)
 {
-    switch (e->dtype) {
-    case GK_DT_F16:
-    case GK_DT_BF16:
-    case GK_DT_F32:
-        epi_f32acc(e, rows, cols, (const float *)acc, ldacc, m0, n0);
-        break;
-    case GK_DT_F64:
-        epi_f64acc(e, rows, cols, (const double *)acc, ldacc, m0, n0);
-        break;
-    case GK_DT_I32:
-    case GK_DT_U32:
-        epi_u32acc(e, rows, cols, (const uint32_t *)acc, ldacc, m0, n0);
-        break;
-    default:
-        epi_u64acc(e, rows, cols, (const uint64_t *)acc, ldacc, m0, n0);
-        break;
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
+    if (!e->int_float_path) {
+        epi_u64_exact(e, m0, n0, rows, cols, acc, ldacc);
+    } else {
+        const double alpha = e->alpha_d, beta = e->beta_d;
+        GK_EPI_LOOPS(uint64_t, uint64_t, 1, double, S64_FSCALE, S64_FCTERM, F_ADD, TO_U64, load_u64, 8);
+    }
+}
+
+EPI_SIGNATURE(gk_gemm_epilogue_u64)
+{
+    const gk_gemm_epi *e = (const gk_gemm_epi *)ctx;
+    if (!e->int_float_path) {
+        epi_u64_exact(e, m0, n0, rows, cols, acc, ldacc);
+    } else {
+        const double alpha = e->alpha_d, beta = e->beta_d;
+        GK_EPI_LOOPS(uint64_t, uint64_t, 1, double, U32_FSCALE, U32_FCTERM, F_ADD, TO_U64, load_u64, 8);
     }
 }

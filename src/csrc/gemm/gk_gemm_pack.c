@@ -19,14 +19,16 @@ static inline uint64_t load_64(const char *p) { uint64_t v; memcpy(&v, p, 8); re
 /* Only addresses of real elements (row < mc, k < kc) are formed, so no pointer ever
  * leaves the caller's array even with negative strides. */
 #define GK_DEFINE_PACK_A(NAME, DST_T, LOAD)                                                 \
-    void NAME(int mr, int mc, int kc, const void *a, ptrdiff_t rs, ptrdiff_t cs, void *dst) \
+    void NAME(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc, int mr,     \
+              void *dst)                                                                    \
     {                                                                                       \
         DST_T *d = (DST_T *)dst;                                                            \
-        const char *base = (const char *)a;                                                 \
-        for (int i0 = 0; i0 < mc; i0 += mr) {                                               \
-            int rows = mc - i0 < mr ? mc - i0 : mr;                                         \
+        const ptrdiff_t rs = a->rs, cs = a->cs;                                             \
+        const char *base = a->p + i0 * rs + k0 * cs;                                        \
+        for (int p0 = 0; p0 < mc; p0 += mr) {                                               \
+            int rows = mc - p0 < mr ? mc - p0 : mr;                                         \
             for (int i = 0; i < rows; i++) {                                                \
-                const char *src = base + (ptrdiff_t)(i0 + i) * rs;                          \
+                const char *src = base + (ptrdiff_t)(p0 + i) * rs;                          \
                 for (int k = 0; k < kc; k++)                                                \
                     d[(ptrdiff_t)k * mr + i] = LOAD(src + (ptrdiff_t)k * cs);               \
             }                                                                               \
@@ -38,14 +40,16 @@ static inline uint64_t load_64(const char *p) { uint64_t v; memcpy(&v, p, 8); re
     }
 
 #define GK_DEFINE_PACK_B(NAME, DST_T, LOAD)                                                 \
-    void NAME(int nr, int kc, int nc, const void *b, ptrdiff_t rs, ptrdiff_t cs, void *dst) \
+    void NAME(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int nc, int nr,     \
+              void *dst)                                                                    \
     {                                                                                       \
         DST_T *d = (DST_T *)dst;                                                            \
-        const char *base = (const char *)b;                                                 \
-        for (int j0 = 0; j0 < nc; j0 += nr) {                                               \
-            int cols = nc - j0 < nr ? nc - j0 : nr;                                         \
+        const ptrdiff_t rs = b->rs, cs = b->cs;                                             \
+        const char *base = b->p + k0 * rs + j0 * cs;                                        \
+        for (int q0 = 0; q0 < nc; q0 += nr) {                                               \
+            int cols = nc - q0 < nr ? nc - q0 : nr;                                         \
             for (int k = 0; k < kc; k++) {                                                  \
-                const char *src = base + (ptrdiff_t)k * rs + (ptrdiff_t)j0 * cs;            \
+                const char *src = base + (ptrdiff_t)k * rs + (ptrdiff_t)q0 * cs;            \
                 DST_T *row = d + (ptrdiff_t)k * nr;                                         \
                 for (int j = 0; j < cols; j++)                                              \
                     row[j] = LOAD(src + (ptrdiff_t)j * cs);                                 \

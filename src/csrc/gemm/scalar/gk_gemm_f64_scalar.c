@@ -1,19 +1,20 @@
-/* Scalar float64 Gemm micro-kernel: the oracle every SIMD family of these
- * types must match (within the double rounding bounds; summation order is increasing k).
+/* Scalar float64 Gemm family: the oracle every SIMD family of this type must match
+ * (within the double rounding bounds; summation order is increasing k).
  * Built without auto-vectorisation (setup.py's scalar group).
  *
  * Tile 4 x 4; cache blocks MC=64 (packed A block 64*256*8 B = 128 KiB, sized for
  * L2), KC=256, NC=512 (packed B block 256*512*8 B = 1024 KiB, sized for L3). */
 #include "gemmkit/gk_gemm.h"
 
-#define MR 4
-#define NR 4
-
+#define GK_UKERNEL_NAME gk_gemm_f64_scalar_4x4_ukernel
 #define GK_T double
 #define GK_PRODUCT(x, y) ((x) * (y))
-#include "gk_gemm_scalar_tile.h"
+#define GK_MR 4
+#define GK_NR 4
+#include "gk_gemm_scalar_ukernel.inc"
 
 const gk_gemm_kernel gk_gemm_f64_scalar = {
-    "scalar", GK_DT_F64, GK_ACC_F64, MR, NR, 64, 256, 512,
-    gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, ukernel,
+    "scalar", GK_DT_F64, GK_ACC_F64, 4, 4, 64, 256, 512,
+    gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, gk_gemm_f64_scalar_4x4_ukernel,
+    gk_gemm_epilogue_f64,
 };

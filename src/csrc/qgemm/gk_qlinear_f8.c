@@ -1,0 +1,207 @@
+/* QLinearMatMul with a float8 a or b (opset 21), through the Gemm engine (DESIGN.md §2):
+ *
+ *     real = (float(q) - float(zp)) * scale      per element of a and b, float32, each step
+ *                                                rounded (per-row a, per-column b params)
+ *     acc  = sum_k real_a(i, k) * real_b(k, j)   float32, k ascending (the f32 Gemm family)
+ *     x    = acc / y_scale (+ y_zp), then the output cast: saturating float8 encode, or
+ *            round half to even and saturate to uint8/int8
+ *
+ * The packers below decode uint8/int8/float8 and dequantize straight into the f32 Gemm
+ * family's panels (the standard layout of gk_gemm.h); the epilogue below requantizes.
+ * Everything between -- blocking, the micro-kernel, K blocks accumulating in a float32
+ * workspace in increasing k -- is the Gemm engine's, so this path gets every f32 SIMD
+ * kernel (and thread split) the engine gets.  Results do not depend on the block sizes:
+ * every output's sum runs k = 0, 1, ..., K-1 from +0, one product at a time. */
+#include <math.h>
+#include <string.h>
+
+#include "gemmkit/gk_codecs.h"
+#include "gemmkit/gk_gemm.h"
+#include "gemmkit/gk_qgemm_driver.h"
+
+static int is_f8(int t) { return t >= GK_QT_F8; }
+
+/* Real value of one stored element (before zero point and scale). */
+static float qvalue(const uint8_t *p, int type)
+{
+    if (type == GK_QT_U8)
+        return (float)*p;
+    if (type == GK_QT_S8)
+        return (float)(int8_t)*p;
+    return gk_fp8_decode(*p, type - GK_QT_F8);
+}
+
+/* Dequantization parameters of one operand: a (per row) or b (per column). */
+typedef struct qside {
+    const float *value;      /* float(q) for each stored code: the float8 decode table, or
+                              * int_value */
+    float int_value[256];    /* uint8/int8 operands */
+    const uint8_t *zp;       /* NULL: zero point 0 */
+    ptrdiff_t zp_stride;     /* per row (a) / per column (b); 0: per tensor */
+    const float *scale;
+    ptrdiff_t scale_stride;
+    int per_tensor;          /* zero point and scale the same everywhere: deq is used */
+    float deq[256];          /* per_tensor: (float(q) - float(zp)) * scale for each code */
+} qside;
+
+static void qside_init(qside *s, int type, const uint8_t *zp, ptrdiff_t zp_stride,
+                       const float *scale, ptrdiff_t scale_stride)
+{
+    if (is_f8(type)) {
+        s->value = gk_fp8_decode_table[type - GK_QT_F8];
+    } else {
+        for (int v = 0; v < 256; v++)
+            s->int_value[v] = type == GK_QT_U8 ? (float)v : (float)(int8_t)(uint8_t)v;
+        s->value = s->int_value;
+    }
+    s->zp = zp;
+    s->zp_stride = zp_stride;
+    s->scale = scale;
+    s->scale_stride = scale_stride;
+    s->per_tensor = (zp == NULL || zp_stride == 0) && scale_stride == 0;
+    if (s->per_tensor) {
+        const float z = zp ? s->value[*zp] : 0.0f, sc = scale[0];
+        /* the same two float32 operations as the per-element form: identical bits */
+        for (int v = 0; v < 256; v++)
+            s->deq[v] = (s->value[v] - z) * sc;
+    }
+}
+
+/* zero point (as a float) and scale of row / column r */
+static float qside_zp(const qside *s, ptrdiff_t r)
+{
+    return s->zp ? s->value[s->zp[r * s->zp_stride]] : 0.0f;
+}
+
+/* A' rows [i0, i0 + mc) x depth [k0, k0 + kc) -> mr-row float panels (gk_gemm.h layout). */
+static void pack_a_q(const gk_gemm_src *src, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc,
+                     int mr, void *dst)
+{
+    const qside *q = (const qside *)src->ctx;
+    const ptrdiff_t rs = src->rs, cs = src->cs;
+    const uint8_t *base = (const uint8_t *)src->p + i0 * rs + k0 * cs;
+    float *d = (float *)dst;
+    for (int p0 = 0; p0 < mc; p0 += mr) {
+        const int rows = mc - p0 < mr ? mc - p0 : mr;
+        for (int i = 0; i < rows; i++) {
+            const uint8_t *row = base + (ptrdiff_t)(p0 + i) * rs;
+            if (q->per_tensor) {
+                for (int k = 0; k < kc; k++)
+                    d[(ptrdiff_t)k * mr + i] = q->deq[row[(ptrdiff_t)k * cs]];
+            } else {
+                const float z = qside_zp(q, i0 + p0 + i);
+                const float sc = q->scale[(i0 + p0 + i) * q->scale_stride];
+                for (int k = 0; k < kc; k++)
+                    d[(ptrdiff_t)k * mr + i] = (q->value[row[(ptrdiff_t)k * cs]] - z) * sc;
+            }
+        }
+        for (int i = rows; i < mr; i++)
+            for (int k = 0; k < kc; k++)
+                d[(ptrdiff_t)k * mr + i] = 0.0f;
+        d += (ptrdiff_t)kc * mr;
+    }
+}
+
+/* B' depth [k0, k0 + kc) x columns [j0, j0 + nc) -> nr-column float panels. */
+static void pack_b_q(const gk_gemm_src *src, ptrdiff_t k0, ptrdiff_t j0, int kc, int nc,
+                     int nr, void *dst)
+{
+    const qside *q = (const qside *)src->ctx;
+    const ptrdiff_t rs = src->rs, cs = src->cs;
+    const uint8_t *base = (const uint8_t *)src->p + k0 * rs + j0 * cs;
+    float *d = (float *)dst;
+    for (int q0 = 0; q0 < nc; q0 += nr) {
+        const int cols = nc - q0 < nr ? nc - q0 : nr;
+        for (int j = 0; j < cols; j++) {
+            const uint8_t *col = base + (ptrdiff_t)(q0 + j) * cs;
+            if (q->per_tensor) {
+                for (int k = 0; k < kc; k++)
+                    d[(ptrdiff_t)k * nr + j] = q->deq[col[(ptrdiff_t)k * rs]];
+            } else {
+                const float z = qside_zp(q, j0 + q0 + j);
+                const float sc = q->scale[(j0 + q0 + j) * q->scale_stride];
+                for (int k = 0; k < kc; k++)
+                    d[(ptrdiff_t)k * nr + j] = (q->value[col[(ptrdiff_t)k * rs]] - z) * sc;
+            }
+        }
+        for (int j = cols; j < nr; j++)
+            for (int k = 0; k < kc; k++)
+                d[(ptrdiff_t)k * nr + j] = 0.0f;
+        d += (ptrdiff_t)kc * nr;
+    }
+}
+
+static void store_int(void *y, ptrdiff_t idx, int type, double x, double zp)
+{
+    /* x is +-inf on overflow (saturates); NaN (only from NaN float8 inputs) has no
+     * integer value: it is treated as 0, giving the zero point. */
+    double r = (x != x) ? zp : nearbyint(x) + zp;
+    if (type == GK_QT_U8) {
+        r = r < 0.0 ? 0.0 : (r > 255.0 ? 255.0 : r);
+        ((uint8_t *)y)[idx] = (uint8_t)(int)r;
+    } else {
+        r = r < -128.0 ? -128.0 : (r > 127.0 ? 127.0 : r);
+        ((int8_t *)y)[idx] = (int8_t)(int)r;
+    }
+}
+
+/* x = acc / y_scale, then the output cast (float32 division, as the definition says). */
+static void epilogue_q(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols,
+                       void *accv, ptrdiff_t ldacc)
+{
+    const gk_qgemm_problem *p = (const gk_qgemm_problem *)ctx;
+    const float *acc = (const float *)accv;
+    if (is_f8(p->y_type)) {
+        const int fmt = p->y_type - GK_QT_F8;
+        for (int i = 0; i < rows; i++) {
+            const ptrdiff_t m = m0 + i;
+            for (int j = 0; j < cols; j++) {
+                const ptrdiff_t n = n0 + j;
+                const float x = acc[i * ldacc + j] / p->y_scale[m * p->ys_rs + n * p->ys_cs];
+                const float zp = gk_fp8_decode(p->y_zp[m * p->yzp_rs + n * p->yzp_cs], fmt);
+                ((uint8_t *)p->y)[m * p->ldy + n] = gk_fp8_encode_f32(x + zp, fmt, 1);
+            }
+        }
+    } else {
+        for (int i = 0; i < rows; i++) {
+            const ptrdiff_t m = m0 + i;
+            for (int j = 0; j < cols; j++) {
+                const ptrdiff_t n = n0 + j;
+                const float x = acc[i * ldacc + j] / p->y_scale[m * p->ys_rs + n * p->ys_cs];
+                const uint8_t *zp = p->y_zp + m * p->yzp_rs + n * p->yzp_cs;
+                store_int(p->y, m * p->ldy + n, p->y_type, (double)x,
+                          (double)qvalue(zp, p->y_type));
+            }
+        }
+    }
+}
+
+int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
+{
+    const gk_gemm_kernel *kern = gk_gemm_kernel_for(GK_DT_F32);
+    qside qa, qb;
+    gk_gemm_plan plan;
+
+    if (kern == NULL || kern->acc != GK_ACC_F32)
+        return -1;
+    qside_init(&qa, p->a_type, p->a_zp, p->a_zp_rs, p->a_scale, p->as_rs);
+    qside_init(&qb, p->b_type, p->b_zp, p->b_zp_cs, p->b_scale, p->bs_cs);
+    plan.m = p->m;
+    plan.n = p->n;
+    plan.k = p->k;
+    plan.a.p = (const char *)p->a;
+    plan.a.rs = p->a_rs;
+    plan.a.cs = p->a_cs;
+    plan.a.ctx = &qa;
+    plan.b.p = (const char *)p->b;
+    plan.b.rs = p->b_rs;
+    plan.b.cs = p->b_cs;
+    plan.b.ctx = &qb;
+    plan.pack_a = pack_a_q;
+    plan.pack_b = pack_b_q;
+    plan.epilogue = epilogue_q;
+    plan.epi_ctx = p;
+    plan.acc_y = NULL; /* 8-bit outputs: float32 sums in the engine's workspace */
+    plan.ld_acc_y = 0;
+    return gk_gemm_drive(kern, &plan) == GK_GEMM_OK ? 0 : -1;
+}
