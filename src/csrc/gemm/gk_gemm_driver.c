@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gemmkit/gk_gemm.h"
+#include "core/gk_alloc.h"
 
 static size_t acc_size(int acc) { return (acc == GK_ACC_F32 || acc == GK_ACC_U32) ? 4 : 8; }
 
@@ -76,14 +77,14 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
             ws_bytes = (size_t)M * (size_t)NC * esz;
         }
     }
-    total = a_bytes + b_bytes + ws_bytes + 3 * 64;
-    raw = (char *)malloc(total);
+    total = gk_round64(a_bytes) + gk_round64(b_bytes) + gk_round64(ws_bytes);
+    raw = (char *)gk_aligned_alloc(total);
     if (raw == NULL)
         return GK_GEMM_ENOMEM;
     /* 64-byte aligned sub-buffers (cache lines; SIMD families may rely on it) */
-    ap = raw + (64 - (uintptr_t)raw % 64) % 64;
-    bp = ap + (a_bytes + 63) / 64 * 64;
-    ws = bp + (b_bytes + 63) / 64 * 64;
+    ap = raw;
+    bp = ap + gk_round64(a_bytes);
+    ws = bp + gk_round64(b_bytes);
 
     for (ptrdiff_t jc = 0; jc < N; jc += NC) {
         const int nc = (int)min_pd(NC, N - jc);
@@ -128,7 +129,7 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
             pc += kc;
         } while (pc < K);
     }
-    free(raw);
+    gk_aligned_free(raw);
     return GK_GEMM_OK;
 }
 
