@@ -1,47 +1,60 @@
 #!/usr/bin/env bash
 # Portability you can show: the whole C core -- every baseline file (src/csrc/*/*.c), every
-# x86 ISA group with setup.py's flags (python setup.py print-isa-groups) -- and the C kernel
-# test, built by the compilers a wheel may meet besides the native gcc
-# (tests/c/run_native.sh builds and runs that one):
-#   clang    Linux x86-64, built and run here
-#   mingw    x86_64-w64-mingw32-gcc, Windows x86-64: cross-built, run under wine64; there the
-#            CPU detection takes its _WIN32 paths (src/csrc/core/gk_cpu_x86.c)
-#   gcc      the native compiler again (not in the default list: run_native.sh covers it)
+# ISA group of the target with setup.py's flags (python setup.py print-isa-groups) -- and the
+# C kernel test, built by the compilers a wheel may meet besides the native gcc
+# (tests/c/run_native.sh builds and runs that one), and run:
+#   clang          Linux x86-64; run here
+#   clang-aarch64  clang --target=aarch64-linux-gnu (the ARM kernels as Apple's and Windows'
+#                  clang see them); run under qemu-aarch64 -cpu max (neon, dotprod, i8mm)
+#   mingw          x86_64-w64-mingw32-gcc, Windows x86-64; run under wine64, where the CPU
+#                  detection takes its _WIN32 paths (src/csrc/core/gk_cpu_x86.c)
+#   clang-mingw    clang --target=x86_64-w64-mingw32 (linked by mingw's gcc); run under wine64
+#   gcc            the native gcc again (not in the default list: run_native.sh covers it)
 # Per compiler and ISA group, setup.py's probe of the group (a real intrinsic of that ISA,
 # `python setup.py print-isa-probe NAME`) is compiled first, the rule setup.py applies: a
 # compiler that cannot build the ISA at all leaves the group out, with the probe's error.
 # Then every file is compiled; a file that fails is reported as file:line: message, its
 # group is left out of that build, everything else is still built and the kernel test run,
 # and the script exits non-zero at the end.
-# A small report program prints the detected features and the chosen path; the Windows
-# build under wine must detect exactly what the Linux build detects on the same CPU (wine
-# runs the code natively: CPUID and XGETBV are the host's, the OS-specific branches are
-# Windows'.  On an AMX host a mingw build that has the amx group -- GCC 12's is left out by
-# its probe -- would claim AMX under wine, where no process asked Linux for the tile state.)
-# Usage: bash scripts/test_cross_builds.sh [clang] [mingw] [gcc]   (default: clang mingw)
-# Installs what it needs with apt-get (clang, gcc-mingw-w64-x86-64-win32, wine64) when
-# missing.  A machine where wine cannot start programs at all gets a note, not a failure.
+# A small report program prints the detected features and the chosen path; a Windows build
+# under wine must detect exactly what the Linux build detects on the same CPU (wine runs the
+# code natively: CPUID and XGETBV are the host's, the OS-specific branches are Windows').
+# On a host with AMX the Windows builds leave the amx group out: the Windows branch rightly
+# asks the OS for nothing, but under wine no one asks Linux for the tile state either.
+# Usage: bash scripts/test_cross_builds.sh [TOOLCHAIN...]
+#   (default: clang clang-aarch64 mingw clang-mingw)
+# Installs what it needs with apt-get (clang, gcc-mingw-w64-x86-64-win32, wine64,
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static) when missing.  A machine
+# where wine cannot start programs at all gets a note, not a failure.
 # Environment: GK_WINEPREFIX  wine prefix (default ~/.cache/gemmkit-wine; never in the tree)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TOOLCHAINS=("$@")
-[ ${#TOOLCHAINS[@]} -eq 0 ] && TOOLCHAINS=(clang mingw)
+[ ${#TOOLCHAINS[@]} -eq 0 ] && TOOLCHAINS=(clang clang-aarch64 mingw clang-mingw)
 BUILD="$ROOT/tests/c/build/cross"
 BASE=(-O3 -ffp-contract=off -fno-strict-aliasing -std=gnu99 -Iinclude -Isrc/csrc -Wall)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 # --- toolchains (idempotent; no standard input needed) ---------------------------------------
+have() { command -v "$1" >/dev/null 2>&1; }
 need=()
+want_clang() { have clang || need+=(clang); }
+want_mingw() { have x86_64-w64-mingw32-gcc || need+=(gcc-mingw-w64-x86-64-win32); }
+want_wine() { have wine64 || [ -x /usr/lib/wine/wine64 ] || need+=(wine64); }
 for t in "${TOOLCHAINS[@]}"; do
     case "$t" in
-    clang) command -v clang >/dev/null 2>&1 || need+=(clang) ;;
-    mingw)
-        command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need+=(gcc-mingw-w64-x86-64-win32)
-        command -v wine64 >/dev/null 2>&1 || [ -x /usr/lib/wine/wine64 ] || need+=(wine64)
-        ;;
     gcc) ;;
-    *) echo "unknown toolchain '$t' (clang, mingw, gcc)" >&2; exit 2 ;;
+    clang) want_clang ;;
+    clang-aarch64)
+        want_clang
+        # the aarch64 C library, crt files and libgcc the link needs come with the cross gcc
+        have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+        have qemu-aarch64-static || need+=(qemu-user-static)
+        ;;
+    mingw) want_mingw; want_wine ;;
+    clang-mingw) want_clang; want_mingw; want_wine ;;
+    *) echo "unknown toolchain '$t' (clang, clang-aarch64, mingw, clang-mingw, gcc)" >&2; exit 2 ;;
     esac
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -57,7 +70,14 @@ rm -rf "$BUILD"
 mkdir -p "$BUILD"
 # the groups of each target, from setup.py (the one place flags are defined)
 GROUPS_NATIVE=$(python setup.py print-isa-groups)
-GROUPS_WIN64=$(GEMMKIT_TARGET_ARCH=x86_64 python setup.py print-isa-groups)
+GROUPS_X86=$(GEMMKIT_TARGET_ARCH=x86_64 python setup.py print-isa-groups)
+GROUPS_ARM64=$(GEMMKIT_TARGET_ARCH=arm64 python setup.py print-isa-groups)
+# wine cannot run AMX code on an AMX host (see above): the Windows builds leave it out there
+GROUPS_WIN64=$GROUPS_X86
+if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+    echo "note: AMX host: the Windows builds leave the amx group out (wine cannot enable it)"
+    GROUPS_WIN64=$(grep -v '^amx|' <<<"$GROUPS_X86")
+fi
 
 cat >"$BUILD/gk_isa_report.c" <<'EOF'
 /* detected features and the path the dispatcher picks, one line */
@@ -116,11 +136,11 @@ compile_group() {
     return 0
 }
 
-# build NAME CC GROUPS: the whole core (GROUPS: print-isa-groups lines) + the kernel test +
-# the report with compiler CC into $BUILD/NAME (test_qgemm_kernels, gk_isa_report; .exe
-# for mingw).  Returns 1 when nothing could be linked.
+# build NAME CC GROUPS LINK EXE: the whole core (GROUPS: print-isa-groups lines), the kernel
+# test and the report compiled by CC, linked by LINK (a command), into $BUILD/NAME
+# (test_qgemm_kernels$EXE, gk_isa_report$EXE).  Returns 1 when nothing could be linked.
 build() {
-    local name=$1 cc=$2 groups=$3 out="$BUILD/$1" gname gflags pattern srcs probe_log
+    local name=$1 cc=$2 groups=$3 link=$4 exe=$5 out="$BUILD/$1" gname gflags pattern srcs probe_log
     local built=() skipped=() defs=() baseline=""
     OBJS=()
     mkdir -p "$out"
@@ -142,6 +162,10 @@ build() {
                 echo "  skip $gname: $cc cannot build $gname instructions (setup.py's probe fails," \
                     "as a wheel build with this compiler would skip it):"
                 first_errors "$probe_log"
+                if [ "$gname" = amx ] && grep -q 'base/index expression' "$probe_log"; then
+                    echo "        (GCC's amxtileintrin.h casts the tile stride to long: 32 bits" \
+                        "under Windows' LLP64, an invalid address register)"
+                fi
                 skipped+=("$gname(probe)")
                 continue
             fi
@@ -161,12 +185,16 @@ build() {
         fail "$name: baseline files do not compile (above)"
         return 1
     fi
-    local exe=""
-    [ "$name" = mingw ] && exe=.exe
-    if ! $cc "${BASE[@]}" tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm \
-        -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
-        ! $cc "${BASE[@]}" "$BUILD/gk_isa_report.c" "${OBJS[@]}" -lm \
-            -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
+    # shellcheck disable=SC2086  # the commands split into words
+    if ! compile_group "$cc" "$out" "" tests/c/test_qgemm_kernels.c "$BUILD/gk_isa_report.c"; then
+        fail "$name: the kernel test or the report does not compile (above)"
+        return 1
+    fi
+    local test_o=${OBJS[-2]} report_o=${OBJS[-1]}
+    OBJS=("${OBJS[@]:0:${#OBJS[@]}-2}")
+    # shellcheck disable=SC2086
+    if ! $link "$test_o" "${OBJS[@]}" -lm -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
+        ! $link "$report_o" "${OBJS[@]}" -lm -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
         cat "$out/link.log"
         fail "$name: the kernel test does not link"
         return 1
@@ -199,43 +227,62 @@ native_report() { # what a Linux build detects here, for the comparison with win
     fi
 }
 
+WINE=""
+wine_run() { # wine_run NAME: the report and the kernel test of a Windows build under wine
+    local name=$1 rep
+    file "$BUILD/$name/test_qgemm_kernels.exe" 2>/dev/null | sed 's/^.*: /  /' || true
+    WINE=$(command -v wine64 || echo /usr/lib/wine/wine64)
+    # The prefix lives OUTSIDE the source tree: its dosdevices/z: links to /, and setuptools'
+    # file listing (pip install .) follows links.  The first start creates it (~10 s; kept
+    # for later runs); wine's notes go to a log unless nothing runs.
+    export WINEPREFIX=${GK_WINEPREFIX:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gemmkit-wine}
+    export WINEDEBUG=-all WINEDLLOVERRIDES="mscoree=;mshtml="
+    if ! rep=$(timeout 300 "$WINE" "$BUILD/$name/gk_isa_report.exe" 2>"$BUILD/$name/wine.log" </dev/null) ||
+        [ -z "$rep" ]; then
+        echo "  note: wine cannot run Windows programs here; the Windows build is compiled" \
+            "and linked, not run:"
+        sed 's/^/    /' "$BUILD/$name/wine.log" | head -n 5
+        return 0
+    fi
+    rep=${rep//$'\r'/}
+    echo "  under wine: $rep"
+    if [ -z "$NATIVE_REPORT" ]; then
+        echo "  note: no Linux build in this run to compare the detection with"
+    elif [ "$rep" != "$NATIVE_REPORT" ]; then
+        fail "$name: the Windows detection under wine ($rep) differs from Linux ($NATIVE_REPORT)"
+    fi
+    run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_qgemm_kernels.exe" </dev/null
+}
+
 for t in "${TOOLCHAINS[@]}"; do
     case "$t" in
     clang | gcc)
-        build "$t" "$t" "$GROUPS_NATIVE" || continue
+        build "$t" "$t" "$GROUPS_NATIVE" "$t" "" || continue
         rep=$("$BUILD/$t/gk_isa_report")
         echo "  $rep"
         native_report "$t"
         run_test "$t" "$BUILD/$t/test_qgemm_kernels"
         ;;
+    clang-aarch64)
+        cc="clang --target=aarch64-linux-gnu"
+        build "$t" "$cc" "$GROUPS_ARM64" "$cc -static" "" || continue
+        echo "  under qemu-aarch64 -cpu max: $(qemu-aarch64-static -cpu max "$BUILD/$t/gk_isa_report")"
+        run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_qgemm_kernels"
+        ;;
     mingw)
-        build mingw x86_64-w64-mingw32-gcc "$GROUPS_WIN64" || continue
-        file "$BUILD/mingw/test_qgemm_kernels.exe" 2>/dev/null | sed 's/^.*: /  /' || true
-        WINE=$(command -v wine64 || echo /usr/lib/wine/wine64)
-        # The prefix lives OUTSIDE the source tree: its dosdevices/z: links to /, and
-        # setuptools' file listing (pip install .) follows links.  The first start creates
-        # it (~10 s; kept for later runs); wine's notes go to a log unless nothing runs.
-        export WINEPREFIX=${GK_WINEPREFIX:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gemmkit-wine}
-        export WINEDEBUG=-all WINEDLLOVERRIDES="mscoree=;mshtml="
-        if ! rep=$(timeout 300 "$WINE" "$BUILD/mingw/gk_isa_report.exe" 2>"$BUILD/mingw/wine.log" </dev/null) ||
-            [ -z "$rep" ]; then
-            echo "  note: wine cannot run Windows programs here; the Windows build is compiled" \
-                "and linked, not run:"
-            sed 's/^/    /' "$BUILD/mingw/wine.log" | head -n 5
+        build "$t" x86_64-w64-mingw32-gcc "$GROUPS_WIN64" x86_64-w64-mingw32-gcc .exe || continue
+        wine_run "$t"
+        ;;
+    clang-mingw)
+        # clang finds mingw's headers and C runtime but not Debian's libgcc directory
+        # (12-win32): mingw's gcc links the clang objects
+        build "$t" "clang --target=x86_64-w64-mingw32" "$GROUPS_WIN64" x86_64-w64-mingw32-gcc .exe ||
             continue
-        fi
-        rep=${rep//$'\r'/}
-        echo "  under wine: $rep"
-        if [ -z "$NATIVE_REPORT" ]; then
-            echo "  note: no Linux build in this run to compare the detection with"
-        elif [ "$rep" != "$NATIVE_REPORT" ]; then
-            fail "mingw: the Windows detection under wine ($rep) differs from Linux ($NATIVE_REPORT)"
-        fi
-        run_test mingw timeout 600 "$WINE" "$BUILD/mingw/test_qgemm_kernels.exe"
-        "$(dirname "$WINE")/wineserver" -k 2>/dev/null || true # this prefix's server only
+        wine_run "$t"
         ;;
     esac
 done
+[ -n "$WINE" ] && { "$(dirname "$WINE")/wineserver" -k 2>/dev/null || true; } # our prefix's server
 
 if [ $status -eq 0 ]; then
     echo "cross builds (${TOOLCHAINS[*]}): all passed"
