@@ -6,6 +6,8 @@ on the machine running the tests.
 """
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -129,3 +131,32 @@ def test_every_isa_group_has_a_real_probe():
     # MSVC has no flag for dotprod / i8mm: those groups are skipped there
     msvc = {g[0]: g[3] for g in setup_py.ARM64_GROUPS}
     assert msvc["neondot"] is None and msvc["i8mm"] is None
+
+
+def _print_groups(env_extra, *args):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GEMMKIT_TARGET_ARCH", "_PYTHON_HOST_PLATFORM", "ARCHFLAGS",
+                        "VSCMD_ARG_TGT_ARCH")}
+    env.update(env_extra)
+    out = subprocess.run([sys.executable, _SETUP, *(args or ("print-isa-groups",))], env=env,
+                         cwd=_ROOT, capture_output=True, text=True, check=True).stdout
+    return out
+
+
+def test_print_isa_groups_follows_the_target():
+    # the lines the C scripts read: "name|flags|glob", baseline first, scalar next
+    lines = _print_groups({"_PYTHON_HOST_PLATFORM": "linux-aarch64"}).splitlines()
+    assert lines[0] == "baseline||" + setup_py.BASELINE_GLOB
+    assert [ln.split("|")[0] for ln in lines[1:]] == ["scalar", "neon", "neondot", "i8mm"]
+    lines = _print_groups({"GEMMKIT_TARGET_ARCH": "x86_64",
+                           "_PYTHON_HOST_PLATFORM": "linux-aarch64"}).splitlines()
+    names = [ln.split("|")[0] for ln in lines[1:]]
+    assert names[0] == "scalar" and "avx2" in names and "neon" not in names
+    assert "avx2|-mavx2 -mfma -mf16c|src/csrc/*/x86/*_avx2.c" in lines
+
+
+def test_print_isa_probe():
+    assert "_mm256_madd_epi16" in _print_groups({}, "print-isa-probe", "avx2")
+    assert "vusmmlaq_s32" in _print_groups({}, "print-isa-probe", "i8mm")
+    with pytest.raises(subprocess.CalledProcessError):
+        _print_groups({}, "print-isa-probe", "nosuchisa")
