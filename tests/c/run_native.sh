@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds tests/c/test_qgemm_kernels (and benchmarks/c/'s kernel benchmark) natively with gcc, every
-# ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and GK_HAVE_<ISA> defined for the
-# groups that compiled, then runs the test.
+# Builds tests/c/test_qgemm_kernels (and benchmarks/c/'s kernel benchmark) natively with $CC
+# (default gcc; CC=clang works the same: its scalar flags take gcc's spelling too), every
+# ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and
+# GK_HAVE_<ISA> defined for the groups that compiled, then runs the test.
+# (scripts/test_cross_builds.sh builds with clang and mingw-w64 and probes each group.)
 #   bash tests/c/run_native.sh               build and run the kernel test
 #   bash tests/c/run_native.sh bench [K]     build and run the kernel benchmark
 #   bash tests/c/run_native.sh build         build both, run nothing (scripts/test_qemu_x86.sh
