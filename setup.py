@@ -283,7 +283,8 @@ def _build():
             base = ["/O2", "/fp:precise"] if msvc else ["-O3", "-ffp-contract=off",
                                                         "-fno-strict-aliasing"]
             if not msvc:
-                base.append("-std=gnu99")
+                # a call to an undeclared function is a build error, not a guess at int
+                base += ["-std=gnu99", "-Werror=implicit-function-declaration"]
             arch, why = target_arch(plat_name=self.plat_name)
             print(f"gemmkit: target architecture {arch} ({why})")
             if arch == "universal2":
@@ -320,6 +321,7 @@ def _build():
                     macros=list(ext.define_macros),
                     extra_postargs=base + flags,
                     debug=self.debug,
+                    depends=ext.depends,
                 )
                 ext.extra_objects.extend(objects)
                 ext.define_macros.append((f"GK_HAVE_{name.upper()}", "1"))
@@ -332,9 +334,10 @@ def _build():
         include_dirs=["include", "src/csrc", numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         libraries=[] if sys.platform == "win32" else ["m"],
-        # every C file, header and .pxi: a change anywhere relinks the module
-        depends=(_rel("src/csrc/**/*.c") + _rel("src/csrc/**/*.h")
-                 + _rel("include/gemmkit/*.h") + _rel("src/gemmkit/*.pxi")),
+        # every C file, header, template and .pxi: a change anywhere rebuilds
+        depends=(_rel("src/csrc/**/*.c") + _rel("src/csrc/**/*.h") + _rel("src/csrc/**/*.inc")
+                 + _rel("include/gemmkit/*.h") + _rel("src/gemmkit/*.pxi")
+                 + _rel("src/gemmkit/*.pxd")),
     )
 
     setup(

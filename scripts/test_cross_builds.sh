@@ -33,7 +33,7 @@ ROOT=$(pwd)
 TOOLCHAINS=("$@")
 [ ${#TOOLCHAINS[@]} -eq 0 ] && TOOLCHAINS=(clang clang-aarch64 mingw clang-mingw)
 BUILD="$ROOT/tests/c/build/cross"
-BASE=(-O3 -ffp-contract=off -fno-strict-aliasing -std=gnu99 -Iinclude -Isrc/csrc -Wall)
+BASE=(-O3 -ffp-contract=off -fno-strict-aliasing -std=gnu99 -Werror=implicit-function-declaration -Iinclude -Isrc/csrc -Wall)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 # --- toolchains (idempotent; no standard input needed) ---------------------------------------

@@ -38,7 +38,7 @@ fi
 # --- build ------------------------------------------------------------------------------
 rm -rf "$BUILD"
 mkdir -p "$BUILD"
-BASE=(-O3 -std=gnu99 -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Iinclude -Isrc/csrc
+BASE=(-O3 -std=gnu99 -Werror=implicit-function-declaration -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Iinclude -Isrc/csrc
       -DGK_HAVE_NEON=1 -DGK_HAVE_NEONDOT=1 -DGK_HAVE_I8MM=1)
 objs=()
 compile() { # compile <flags...> -- <sources...>

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 CC=${CC:-gcc}
 B=tests/c/build
 mkdir -p "$B"
-BASE="-O3 -ffp-contract=off -fno-strict-aliasing -std=gnu99 -Iinclude -Isrc/csrc -Wall"
+BASE="-O3 -ffp-contract=off -fno-strict-aliasing -std=gnu99 -Werror=implicit-function-declaration -Iinclude -Isrc/csrc -Wall"
 OBJS=()
 DEFS=()
 PIDS=()
