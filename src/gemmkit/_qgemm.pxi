@@ -1,4 +1,5 @@
-# MatMulInteger and QLinearMatMul: argument checking, layout normalisation, batch loop.
+# MatMulInteger and QLinearMatMul: argument checking, layout normalisation; the batch
+# loop is the C driver's (gk_qgemm_driver.h).
 #
 # Everything is checked before any work.  Operands are passed to C as base pointer +
 # strides (no copies); zero points / scales as base pointer + row/column stride + batch
@@ -42,25 +43,31 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         void *y
         ptrdiff_t ldy
     enum:
+        GK_QBATCH_MAXD
+        GK_QB_A
+        GK_QB_B
+        GK_QB_AZP
+        GK_QB_BZP
+        GK_QB_AS
+        GK_QB_BS
+        GK_QB_YS
+        GK_QB_YZP
+        GK_QB_Y
+        GK_QB_NOPS
+    ctypedef struct gk_qbatch:
+        int ndim
+        ptrdiff_t shape[GK_QBATCH_MAXD]
+        ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
+    enum:
         GK_QGEMM_KCHUNK
-    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
-    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                     const gk_qbatch *batch)
+    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                       const gk_qbatch *batch)
 
 cdef enum:
     _MAXD = 64          # NPY_MAXDIMS
     _INT_LIMIT = 2147483647
-
-# Operand slots in the batch-stride table.
-cdef enum:
-    _OP_A = 0
-    _OP_B = 1
-    _OP_AZP = 2
-    _OP_BZP = 3
-    _OP_AS = 4
-    _OP_BS = 5
-    _OP_YS = 6
-    _OP_YZP = 7
-    _NOPS = 8
 
 # Deepest product a kernel sees; deeper ones run chunk by chunk (gk_qgemm_driver.h).
 _QGEMM_KCHUNK = GK_QGEMM_KCHUNK
@@ -247,8 +254,8 @@ cdef str _who(cnp.ndarray a, cnp.ndarray b, str an, str bn):
 
 
 cdef int _layout(cnp.ndarray z, int side, str name, tuple ctx, Py_ssize_t M, Py_ssize_t N,
-                 int nb, Py_ssize_t *bshape, ptrdiff_t *rs, ptrdiff_t *cs,
-                 Py_ssize_t *bst) except -1:
+                 int nb, const ptrdiff_t *bshape, ptrdiff_t *rs, ptrdiff_t *cs,
+                 ptrdiff_t *bst) except -1:
     """Zero-point/scale layout.  side 0: rows of a (per-tensor, [M], [..., M, 1]);
     side 1: columns of b (per-tensor, [N], [..., 1, N]); side 2: y ([M] per row, or
     N-D broadcastable to [..., M, N]).  rs/cs in elements, bst in bytes per output
@@ -304,7 +311,7 @@ cdef int _layout(cnp.ndarray z, int side, str name, tuple ctx, Py_ssize_t M, Py_
     return 0
 
 
-cdef int _check_batch(cnp.ndarray x, int nb, Py_ssize_t *bshape, Py_ssize_t *bst) except -1:
+cdef int _check_batch(cnp.ndarray x, int nb, ptrdiff_t *bst) except -1:
     """Batch strides (bytes) of operand x aligned right to the output batch dims."""
     cdef int nd = cnp.PyArray_NDIM(x), lead = nd - 2 if nd > 2 else 0, i
     cdef cnp.npy_intp *shp = cnp.PyArray_DIMS(x)
@@ -355,7 +362,7 @@ cdef cnp.ndarray _empty_aligned64(tuple shape, dtype):
 cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
                      _Small a_s, _Small b_s, _Small y_s, _Small yzp,
                      int ta, int tb, int ty, str an, str bn):
-    """Shared shape logic, output allocation and the nogil batch loop."""
+    """Shared shape logic, output allocation and the nogil call of the C driver."""
     cdef int nda = cnp.PyArray_NDIM(a), ndb = cnp.PyArray_NDIM(b)
     if nda == 0:
         raise ValueError(f"{op}: {an} must have at least 1 dimension, got shape ()")
@@ -386,15 +393,16 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
         b_cs = 1    # a single column: its stride is never used; lets small-M paths run
     cdef tuple bshape_t = _batch_shape(a, b, an, bn) if nda > 2 or ndb > 2 else ()
     cdef int nb = len(bshape_t), i, op_i
-    cdef Py_ssize_t bshape[_MAXD]
-    cdef Py_ssize_t bst[_NOPS][_MAXD]
+    cdef gk_qbatch bt
+    cdef ptrdiff_t *bshape = bt.shape
     cdef Py_ssize_t nbatch = 1
+    bt.ndim = nb
     for i in range(nb):
         bshape[i] = bshape_t[i]
         nbatch *= bshape[i]
     ctx = (a, b, an, bn)
-    _check_batch(a, nb, bshape, bst[_OP_A])
-    _check_batch(b, nb, bshape, bst[_OP_B])
+    _check_batch(a, nb, bt.stride[GK_QB_A])
+    _check_batch(b, nb, bt.stride[GK_QB_B])
 
     cdef gk_qgemm_problem p
     p.m = <int>M
@@ -420,19 +428,19 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
     p.y_scale = NULL
     p.y_zp = NULL
     p.as_rs = p.bs_cs = p.ys_rs = p.ys_cs = p.yzp_rs = p.yzp_cs = 0
-    for op_i in range(_OP_AZP, _NOPS):
+    for op_i in range(GK_QB_AZP, GK_QB_NOPS):
         for i in range(nb):
-            bst[op_i][i] = 0
+            bt.stride[op_i][i] = 0
     cdef ptrdiff_t dummy
     if azp is not None:
         if azp.arr is not None:
             _layout(azp.arr, 0, "a_zero_point", ctx, M, N, nb, bshape, &p.a_zp_rs, &dummy,
-                    bst[_OP_AZP])
+                    bt.stride[GK_QB_AZP])
         p.a_zp = <const uint8_t *>azp.ptr
     if bzp is not None:
         if bzp.arr is not None:
             _layout(bzp.arr, 1, "b_zero_point", ctx, M, N, nb, bshape, &dummy, &p.b_zp_cs,
-                    bst[_OP_BZP])
+                    bt.stride[GK_QB_BZP])
         p.b_zp = <const uint8_t *>bzp.ptr
     if ty == -2:
         p.out_kind = GK_QOUT_I32
@@ -446,15 +454,17 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
         _same_shape(b_s, bzp, "b_scale", "b_zero_point")
         _same_shape(y_s, yzp, "y_scale", "y_zero_point")
         if a_s.arr is not None:
-            _layout(a_s.arr, 0, "a_scale", ctx, M, N, nb, bshape, &p.as_rs, &dummy, bst[_OP_AS])
+            _layout(a_s.arr, 0, "a_scale", ctx, M, N, nb, bshape, &p.as_rs, &dummy,
+                    bt.stride[GK_QB_AS])
         if b_s.arr is not None:
-            _layout(b_s.arr, 1, "b_scale", ctx, M, N, nb, bshape, &dummy, &p.bs_cs, bst[_OP_BS])
+            _layout(b_s.arr, 1, "b_scale", ctx, M, N, nb, bshape, &dummy, &p.bs_cs,
+                    bt.stride[GK_QB_BS])
         if y_s.arr is not None:
             _layout(y_s.arr, 2, "y_scale", ctx, M, N, nb, bshape, &p.ys_rs, &p.ys_cs,
-                    bst[_OP_YS])
+                    bt.stride[GK_QB_YS])
         if yzp.arr is not None:
             _layout(yzp.arr, 2, "y_zero_point", ctx, M, N, nb, bshape, &p.yzp_rs, &p.yzp_cs,
-                    bst[_OP_YZP])
+                    bt.stride[GK_QB_YZP])
         p.a_scale = <const float *>a_s.ptr
         p.b_scale = <const float *>b_s.ptr
         p.y_scale = <const float *>y_s.ptr
@@ -479,46 +489,19 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
         y = np.empty(tuple([odims[i] for i in range(ond)]), dtype=out_descr)
     if nbatch == 0 or M == 0 or N == 0:
         return y
-    cdef Py_ssize_t ysz = cnp.PyArray_ITEMSIZE(y)
+    # y is C-contiguous: batch dim i steps over the matrices of the dims after it
+    cdef ptrdiff_t step = M * N * cnp.PyArray_ITEMSIZE(y)
+    i = nb - 1
+    while i >= 0:
+        bt.stride[GK_QB_Y][i] = step
+        step *= bshape[i]
+        i -= 1
     p.ldy = N
+    p.y = cnp.PyArray_DATA(y)
     cdef const gk_qgemm_kernel *kern = gk_qgemm_active()
-    cdef gk_qgemm_problem q = p
-    cdef char *ybase = <char *>cnp.PyArray_DATA(y)
-    cdef Py_ssize_t idx[_MAXD]
-    cdef Py_ssize_t t
-    cdef Py_ssize_t off[_NOPS]
-    cdef int rc = 0, is_int = op == "MatMulInteger"
+    cdef int rc, is_int = op == "MatMulInteger"
     with nogil:
-        for i in range(nb):
-            idx[i] = 0
-        for t in range(nbatch):
-            for op_i in range(_NOPS):
-                off[op_i] = 0
-            for i in range(nb):
-                for op_i in range(_NOPS):
-                    off[op_i] += idx[i] * bst[op_i][i]
-            q.a = p.a + off[_OP_A]
-            q.b = p.b + off[_OP_B]
-            if p.a_zp != NULL:
-                q.a_zp = p.a_zp + off[_OP_AZP]
-            if p.b_zp != NULL:
-                q.b_zp = p.b_zp + off[_OP_BZP]
-            if not is_int:
-                q.a_scale = <const float *>(<const char *>p.a_scale + off[_OP_AS])
-                q.b_scale = <const float *>(<const char *>p.b_scale + off[_OP_BS])
-                q.y_scale = <const float *>(<const char *>p.y_scale + off[_OP_YS])
-                q.y_zp = p.y_zp + off[_OP_YZP]
-            q.y = ybase + t * M * N * ysz
-            rc = gk_qgemm_run(kern, &q) if is_int else gk_qlinear_run(kern, &q)
-            if rc != 0:
-                break
-            i = nb - 1
-            while i >= 0:
-                idx[i] += 1
-                if idx[i] < bshape[i]:
-                    break
-                idx[i] = 0
-                i -= 1
+        rc = gk_qgemm_run(kern, &p, &bt) if is_int else gk_qlinear_run(kern, &p, &bt)
     if rc != 0:
         raise MemoryError(f"{op}: out of memory for packing buffers ({_who(a, b, an, bn)})")
     return y

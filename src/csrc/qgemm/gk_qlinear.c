@@ -43,7 +43,7 @@ static int int_inputs_f8_output(const gk_qgemm_kernel *kern, const gk_qgemm_prob
     q.out_kind = GK_QOUT_I32;
     q.y = acc;
     q.ldy = N;
-    if (gk_qgemm_run(kern, &q) != 0) {
+    if (gk_qgemm_run(kern, &q, NULL) != 0) {
         gk_aligned_free(acc);
         return -1;
     }
@@ -124,14 +124,19 @@ static int float_inputs(const gk_qgemm_problem *p)
     return 0;
 }
 
-int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+/* One matrix of a batch that involves float8. */
+static int f8_matrix(void *kern, const gk_qgemm_problem *p)
+{
+    if (!is_f8(p->a_type) && !is_f8(p->b_type))
+        return int_inputs_f8_output((const gk_qgemm_kernel *)kern, p);
+    return float_inputs(p);
+}
+
+int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
 {
     if (p->m <= 0 || p->n <= 0)
         return 0;
-    if (!is_f8(p->a_type) && !is_f8(p->b_type)) {
-        if (!is_f8(p->y_type))
-            return gk_qgemm_run(kern, p);
-        return int_inputs_f8_output(kern, p);
-    }
-    return float_inputs(p);
+    if (!is_f8(p->a_type) && !is_f8(p->b_type) && !is_f8(p->y_type))
+        return gk_qgemm_run(kern, p, batch);
+    return gk_qbatch_foreach(p, batch, f8_matrix, (void *)kern);
 }
