@@ -3,9 +3,11 @@
 The batch loop is the C driver's (gk_qgemm_driver.c).  It coalesces the batch dims, then
 takes one of three routes, and each test below says which one its cases reach:
 
-* fold: B, its zero point and scale shared (batch stride 0) and A's and the output's
-  rows continuing from matrix to matrix -> ONE product of batch * M rows, whose
-  row-side zero points / scales (a's, y's rows) are read per matrix;
+* fold: B, its zero point and scale shared (batch stride 0) and the output's rows
+  continuing from matrix to matrix -> ONE product of batch * M rows, whose row-side
+  zero points / scales (a's, y's rows) are read per matrix.  Where A's rows do not
+  continue, its matrices are packed one by one into the folded panels (M a multiple of
+  the kernel's mr) or gathered into one block first (small);
 * cache: any other batch whose innermost dim shares B -> matrix by matrix, B packed once
   into a cache that is repacked whenever B moves;
 * plain: matrix by matrix, each packing its own B (B varies along the innermost dim,
@@ -172,16 +174,37 @@ def test_shared_b_not_foldable(isa, signs):
               yzp)
 
 
+@pytest.mark.parametrize("m", [4, 8, 16, 24, 21])
+def test_fold_rows_apart(isa, m):
+    """fold of A whose rows do not continue: packed matrix by matrix where M is a
+    multiple of mr (4 on most paths, 8 on avx512vnni), else gathered (contiguous rows,
+    strided rows, column-major); row counts past the packed A block at K = 64."""
+    rng = np.random.default_rng(m)
+    k, n = 64, 40
+    for nb in (5, 4200 // m):
+        big = _rand(rng, (2 * nb, m, 2 * k), U8)
+        b = _rand(rng, (k, n), S8)
+        azp = _rand(rng, (2 * nb, m, 1), U8)
+        bzp = _rand(rng, (n,), S8)
+        a = big[::2, :, :k]
+        for view, zp in ((_transposed(a), azp[::2]), (a[::-1], azp[::2][::-1]),
+                         (a[:, ::-1], azp[1::2]), (big[::2, :, ::2], azp[::2])):
+            _check_mi(view, b, zp, bzp)
+        sa = _scales(rng, (nb, m, 1)) / 64
+        _check_ql(_transposed(a), sa, azp[::2], b, _scales(rng, (n,)) / 64, bzp,
+                  _scales(rng, (nb, 1, n)), _rand(rng, (nb, 1, n), U8))
+
+
 def test_shared_b_cache_spans_column_blocks(isa):
     """cache with B wider than one packed column block (~1 MB packed: at K = 2048 a few
-    hundred columns), so matrices read the cached panels block by block."""
+    hundred columns), so matrices read the cached panels block by block (b's zero point
+    moves with the batch: no fold); then the same B folded."""
     rng = np.random.default_rng(5)
     k, n, m, nb = 2048, 600, 20, 3
     a = _transposed(_rand(rng, (nb, m, k), U8))
     b = _rand(rng, (k, n), S8)
-    _check_mi(a, b, _rand(rng, (nb, m, 1), U8), _rand(rng, (n,), S8))
-    # the same B folded (contiguous A)
-    _check_mi(np.ascontiguousarray(a), b, None, _rand(rng, (n,), S8))
+    _check_mi(a, b, _rand(rng, (nb, m, 1), U8), _rand(rng, (nb, 1, n), S8))
+    _check_mi(a, b, None, _rand(rng, (n,), S8))
 
 
 @pytest.mark.parametrize("signs", SIGNS[:2], ids=SIGN_IDS[:2])

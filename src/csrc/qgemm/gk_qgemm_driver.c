@@ -4,8 +4,10 @@
  * neighbours merged where every operand steps uniformly).  A batch left with one dim
  * whose B side is shared and whose A and output rows continue from matrix to matrix is
  * folded into ONE product of batch * M rows (fold_batch): the kernels see a tall M and B
- * is packed once.  Any other batch runs matrix by matrix (run_one); where consecutive
- * matrices share B it is packed once, whole, into a cache they all read (bcache).
+ * is packed once; A's matrices are first gathered into one block when their rows do not
+ * continue and they are small (gather_a).  Any other batch runs matrix by matrix
+ * (run_one); where consecutive matrices share B it is packed once, whole, into a cache
+ * they all read (bcache).
  *
  * Loop order of one product (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
  * -> M blocks of mc rows (packed A block, ~GK_QGEMM_MC_BYTES) -> nr-wide B micro-panels
@@ -45,10 +47,15 @@ static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 /* Where row r of the product run_one computes takes its row-side parameters (a zero
  * point, a scale, the rows of y's scale and zero point): row r % mi of matrix r / mi of
  * a folded batch, whose parameters sit (r / mi) * <stride> BYTES after matrix 0's.  For a
- * plain 2-D product mi = M and the strides are never used. */
+ * plain 2-D product mi = M and the strides are never used.  With a_seg, A's rows are
+ * found the same way (matrix t at p->a + t * a): packed matrix by matrix, which needs
+ * mi to be a multiple of the kernel's mr (each matrix starts a panel) and no small-M
+ * run. */
 typedef struct rowmap {
     int mi;
     ptrdiff_t azp, as, ys, yzp;
+    int a_seg;
+    ptrdiff_t a;
 } rowmap;
 
 /* B packed whole (every column, one kernel's format at one depth) for the consecutive
@@ -63,6 +70,9 @@ typedef struct bcache {
  * both row and column) is not built for a folded batch: matrix by matrix, each needs
  * only its own M x N. */
 #define GK_QFOLD_GRID_MAX ((size_t)1 << 22)
+/* Bytes of A beyond which a batch whose A rows do not continue is not gathered for a
+ * fold (then each matrix is large enough to run well on its own). */
+#define GK_QFOLD_GATHER_MAX_BYTES ((size_t)8 << 20)
 /* Packed bytes beyond which batches sharing B repack it per matrix instead of holding
  * all of it (then K * N is so large that packing is a small part of each matrix). */
 #define GK_QBCACHE_MAX_BYTES ((size_t)64 << 20)
@@ -89,7 +99,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         return 0;
     if (K > GK_QGEMM_KCHUNK)
         return run_k_chunked(kern, p); /* rm is NULL: deep batches are never folded */
-    const rowmap one = {M, 0, 0, 0, 0};
+    const rowmap one = {M, 0, 0, 0, 0, 0, 0};
     if (!rm)
         rm = &one;
     /* Canonical u8 x s8 form, see gk_qgemm.h. */
@@ -225,8 +235,21 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
             colcorr[jc + j] = (int32_t)((uint32_t)cs[j] - (uint32_t)K * (uint32_t)zb[jc + j]);
         for (size_t ic = 0; ic < (size_t)M; ic += mc) {
             const int mcur = (int)((size_t)M - ic < mc ? (size_t)M - ic : mc);
-            kern->pack_a(mcur, K, p->a + (ptrdiff_t)ic * p->a_rs, p->a_rs, p->a_cs, a_xor, ap,
-                         rowsum + ic);
+            if (!rm->a_seg) {
+                kern->pack_a(mcur, K, p->a + (ptrdiff_t)ic * p->a_rs, p->a_rs, p->a_cs, a_xor,
+                             ap, rowsum + ic);
+            } else {
+                /* pieces start at ic or at a matrix boundary: multiples of mr, so each
+                 * starts a panel, where packing the block whole would put it */
+                for (int r0 = (int)ic, end = (int)ic + mcur; r0 < end;) {
+                    const int t = r0 / rm->mi, i = r0 - t * rm->mi;
+                    const int n = rm->mi - i < end - r0 ? rm->mi - i : end - r0;
+                    kern->pack_a(n, K, p->a + t * rm->a + i * p->a_rs, p->a_rs, p->a_cs, a_xor,
+                                 (unsigned char *)ap + (size_t)(r0 - (int)ic) * kp * kern->a_elem_bytes,
+                                 rowsum + r0);
+                    r0 += n;
+                }
+            }
             for (int jr = 0; jr < ncur; jr += kern->nr) {
                 const unsigned char *bpanel =
                     (const unsigned char *)bp + (size_t)jr * kp * kern->b_elem_bytes;
@@ -394,9 +417,13 @@ int gk_qbatch_foreach(const gk_qgemm_problem *p, const gk_qbatch *batch,
     return each_matrix(p, &c, fn, ctx);
 }
 
+/* fold_batch's answers: the batch cannot fold, folds as it is, or folds once A's
+ * matrices are gathered into one (batch * M, K) block. */
+enum { FOLD_NO = 0, FOLD_AS_IS, FOLD_GATHER_A };
+
 /* The batch c (one dim) as one product of batch * M rows in f / rm, when B, its zero
- * point and scale are shared and A's and the output's rows continue from each matrix
- * to the next; 0 when it cannot be. */
+ * point and scale are shared and the output's rows continue from each matrix to the
+ * next; FOLD_GATHER_A when A's rows do not (f then still reads A as p does). */
 static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_problem *f,
                       rowmap *rm)
 {
@@ -405,11 +432,9 @@ static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_pr
     const ptrdiff_t st_a = c->stride[GK_QB_A][0], st_y = c->stride[GK_QB_Y][0];
     if (c->ndim != 1 || c->stride[GK_QB_B][0] != 0 || c->stride[GK_QB_BZP][0] != 0 ||
         c->stride[GK_QB_BS][0] != 0 || p->k > GK_QGEMM_KCHUNK || nb > INT_MAX / M)
-        return 0;
-    /* A is int8: its strides in elements are bytes.  One row per matrix: the batch
-     * stride is the row stride. */
-    if (M == 1 ? st_y % ysz != 0 : (st_a != M * p->a_rs || st_y != M * p->ldy * ysz))
-        return 0;
+        return FOLD_NO;
+    if (M == 1 ? st_y % ysz != 0 : st_y != M * p->ldy * ysz)
+        return FOLD_NO;
     if (p->out_kind != GK_QOUT_I32) {
         const int rows_vary = p->as_rs != 0 || p->ys_rs != 0 || c->stride[GK_QB_AS][0] != 0 ||
                               c->stride[GK_QB_YS][0] != 0;
@@ -417,12 +442,12 @@ static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_pr
         const size_t mn = (size_t)(nb * M) * (size_t)p->n;
         if ((rows_vary && (p->bs_cs != 0 || p->ys_cs != 0) && mn > GK_QFOLD_GRID_MAX) ||
             (yzp_rows_vary && p->yzp_cs != 0 && mn > GK_QFOLD_GRID_MAX))
-            return 0;
+            return FOLD_NO;
     }
     *f = *p;
     f->m = (int)(nb * M);
     if (M == 1) {
-        f->a_rs = st_a;
+        f->a_rs = st_a; /* one row per matrix: the batch stride is the row stride */
         f->ldy = st_y / ysz;
     }
     rm->mi = (int)M;
@@ -430,7 +455,34 @@ static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_pr
     rm->as = c->stride[GK_QB_AS][0];
     rm->ys = c->stride[GK_QB_YS][0];
     rm->yzp = c->stride[GK_QB_YZP][0];
-    return 1;
+    rm->a_seg = 0;
+    rm->a = st_a;
+    /* A is int8: its strides in elements are bytes */
+    return M == 1 || st_a == M * p->a_rs ? FOLD_AS_IS : FOLD_GATHER_A;
+}
+
+/* A's batch c->shape[0] matrices copied, row after row, into dst (batch * M rows of K):
+ * the folded product then reads them as one (batch * M, K) matrix. */
+static void gather_a(const gk_qgemm_problem *p, const gk_qbatch *c, uint8_t *dst)
+{
+    const int M = p->m, K = p->k;
+    const ptrdiff_t rs = p->a_rs, cs = p->a_cs;
+    const int by_rows = (rs < 0 ? -rs : rs) >= (cs < 0 ? -cs : cs);
+    for (ptrdiff_t t = 0; t < c->shape[0]; t++, dst += (size_t)M * K) {
+        const uint8_t *a = p->a + t * c->stride[GK_QB_A][0];
+        if (cs == 1) {
+            for (int i = 0; i < M; i++)
+                memcpy(dst + (size_t)i * K, a + i * rs, (size_t)K);
+        } else if (by_rows) {
+            for (int i = 0; i < M; i++)
+                for (int kk = 0; kk < K; kk++)
+                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
+        } else { /* column-major-like: read down the columns, write a small block */
+            for (int kk = 0; kk < K; kk++)
+                for (int i = 0; i < M; i++)
+                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
+        }
+    }
 }
 
 typedef struct batch_run {
@@ -455,8 +507,29 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
         return 0;
     if (c.ndim == 0)
         return run_one(kern, p, NULL, NULL);
-    if (fold_batch(p, &c, &f, &rm))
+    const int fold = fold_batch(p, &c, &f, &rm);
+    if (fold == FOLD_AS_IS)
         return run_one(kern, &f, &rm, NULL);
+    /* Matrices whose rows do not continue (column-major, reversed, apart) are packed
+     * matrix by matrix into the folded product's panels where each starts a panel, else
+     * gathered first when that is cheap next to the product (K * M * batch bytes against
+     * N times as many multiply-adds): small matrices gain the most from folding. */
+    if (fold == FOLD_GATHER_A && p->m % kern->mr == 0 && !smallm_runs(kern, &f)) {
+        rm.a_seg = 1;
+        return run_one(kern, &f, &rm, NULL);
+    }
+    if (fold == FOLD_GATHER_A && (size_t)f.m * (size_t)p->k <= GK_QFOLD_GATHER_MAX_BYTES) {
+        uint8_t *ga = (uint8_t *)gk_aligned_alloc((size_t)f.m * (size_t)p->k);
+        if (!ga)
+            return -1;
+        gather_a(p, &c, ga);
+        f.a = ga;
+        f.a_rs = p->k;
+        f.a_cs = 1;
+        const int rc = run_one(kern, &f, &rm, NULL);
+        gk_aligned_free(ga);
+        return rc;
+    }
 
     /* Matrix by matrix.  When the innermost batch dim shares B, consecutive matrices
      * read one packing of it (the cache is repacked whenever B moves). */
