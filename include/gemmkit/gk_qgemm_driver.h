@@ -69,8 +69,10 @@ typedef struct gk_qbatch {
 
 /* MatMulInteger and integer QLinearMatMul, every matrix of the batch (batch NULL or
  * ndim 0: the one 2-D product p).  A batch whose B, b zero point and b scale are shared
- * (batch stride 0) and whose A and output rows continue from one matrix to the next runs
- * as ONE product of batch * M rows; other batches that share B pack it once for all.
+ * (batch stride 0) and whose output rows continue from one matrix to the next runs as
+ * ONE product of batch * M rows (A's matrices packed one by one into its panels, or
+ * gathered, where their rows do not continue); other batches that share B pack it once
+ * for the consecutive matrices that share it.
  * Returns 0, or -1 when memory for packing could not be allocated (the output may be
  * partly written). */
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
