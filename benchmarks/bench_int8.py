@@ -11,6 +11,12 @@ pairs in a saturating int16 lane, so there its u8s8 rows time an inexact computa
     python benchmarks/bench_int8.py --paths all     # every usable gemmkit path
     python benchmarks/bench_int8.py --quick         # a few cases, fast
     python benchmarks/bench_int8.py --shapes 64x64x64,1x256x256   # chosen M x K x N
+    python benchmarks/bench_int8.py --batched       # batched products vs the same rows in 2-D
+
+--batched times products with a batch dim and a B shared across it, such as models quantized
+by onnxruntime's tool run ((64, 8, 64) @ (64, 128), (64, 1, 768) @ (768, 768)), with
+MatMulInteger and with QLinearMatMul with per-column b scale and zero point, next to the same
+rows as one 2-D product; the note says how much slower the batched call is than the 2-D one.
 """
 import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # NumPy's BLAS threads spin on the other core
@@ -70,6 +76,10 @@ class Peaks:
             macs = f(100000)
             best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
         return best
+
+# (batch, M, K, N): batched A (batch, M, K) @ shared B (K, N), timed against the 2-D
+# (batch * M, K) @ (K, N) with the same rows.
+BATCHED = [(64, 8, 64, 128), (64, 1, 768, 768)]
 
 SIGNS = {"u8s8": (np.uint8, np.int8), "s8u8": (np.int8, np.uint8),
          "u8u8": (np.uint8, np.uint8), "s8s8": (np.int8, np.int8)}
@@ -185,6 +195,9 @@ def main(argv=None):
                          "measured on this CPU just before its row")
     ap.add_argument("--shapes", default=None, metavar="MxKxN,...",
                     help="the cases to run instead of the default table")
+    ap.add_argument("--batched", action="store_true",
+                    help="the batched cases (batch x M x K @ K x N) against the same rows "
+                         "as one 2-D product, instead of the default table")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
     ap.add_argument("--no-amx", action="store_true",
                     help="Linux: refuse AMX to every library in the process (gemmkit and "
@@ -224,6 +237,8 @@ def main(argv=None):
     print(hdr)
     print("-" * len(hdr))
     ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])
+    if args.batched:
+        return run_batched(ops, paths, peaks, rng, args.budget)
     ort_inexact = gk_wrong = 0
     for op in ops:
         signs = args.signs.split(",") if op == "MatMulInteger" else ["u8s8", "s8s8", "u8u8"]
@@ -295,6 +310,64 @@ def main(argv=None):
         print(f"\nonnxruntime was not exact on {ort_inexact} rows on this CPU (gemmkit exact "
               f"there); expected on x86 without VNNI, where its u8s8 kernels add pairs of "
               f"products in saturating int16 lanes")
+    if gk_wrong:
+        print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
+        return 1
+    return 0
+
+
+def run_batched(ops, paths, peaks, rng, budget):
+    """The BATCHED cases, u8 x s8: each as (batch, M, K) @ (K, N) and as the same rows in
+    one (batch * M, K) @ (K, N) product.  QLinearMatMul uses a per-column b scale and zero
+    point (per-tensor a and y) in every row.  Rows print the default table's columns; M is "batch x M"
+    for the batched call, whose note gives its time over the 2-D call's."""
+    gk_wrong = 0
+    for op in ops:
+        sess = ort_session(op, np.uint8, np.int8, np.uint8)
+        for (nb, M, K, N) in BATCHED:
+            A3 = rng.integers(0, 256, (nb, M, K)).astype(np.uint8)
+            B = rng.integers(-128, 128, (K, N)).astype(np.int8)
+            A2 = A3.reshape(nb * M, K)
+            azp = np.array(3, np.uint8)
+            bzp = rng.integers(-4, 5, N).astype(np.int8)
+            sa = np.array(0.01, np.float32)
+            sb = rng.uniform(0.01, 0.03, N).astype(np.float32)
+            sy = np.array(float(K) * 0.05, np.float32)
+            yzp = np.array(128, np.uint8)
+            ops_n = 2.0 * nb * M * K * N
+            times = {}
+            for label, A in (("2-D", A2), ("batched", A3)):
+                if op == "MatMulInteger":
+                    feeds = {"A": A, "B": B}
+                    f_gk = lambda A=A: gk.matmul_integer(A, B)  # noqa: E731
+                    f_exact = lambda A=A: oracles.matmul_integer(A, B)  # noqa: E731
+                else:
+                    feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B,
+                             "b_scale": sb, "b_zero_point": bzp, "y_scale": sy,
+                             "y_zero_point": yzp}
+                    f_gk = lambda A=A: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
+                    f_exact = lambda A=A: oracles.qlinear_matmul(  # noqa: E731
+                        A, sa, azp, B, sb, bzp, sy, yzp)[0]
+                f_ort = lambda feeds=feeds: sess.run(None, feeds)  # noqa: E731
+                mcol = f"{nb}x{M}" if label == "batched" else str(nb * M)
+                for path in paths:
+                    _core._set_isa(path)
+                    y_gk, y_ort = f_gk(), f_ort()[0]
+                    note = ""
+                    if not np.array_equal(y_gk, y_ort):
+                        note = judge(y_gk, y_ort, f_exact())
+                        gk_wrong += "GEMMKIT" in note
+                    tg, to = time_pair(f_gk, f_ort, budget)
+                    times[label, path] = tg
+                    if label == "batched":
+                        note += f" (batched / 2-D: {tg / times['2-D', path]:.2f})"
+                    p = peaks(path)
+                    pct = f"{100 * ops_n / tg / 1e9 / p:5.1f}%" if p else "   n/a"
+                    print(f"{op:14s} {'u8s8':5s} {mcol:>5s} {K:5d} {N:5d} {path:11s} "
+                          f"{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} {pct} "
+                          f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
+                          flush=True)
+                    _core._set_isa("auto")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
         return 1

@@ -1,5 +1,6 @@
-/* Entry point of the int8 driver (MatMulInteger and integer QLinearMatMul) for one 2-D
- * matrix product; the Cython layer loops over broadcast batches.
+/* Entry points of the int8 driver (MatMulInteger and QLinearMatMul) for a whole batched
+ * product: a 2-D problem (gk_qgemm_problem, the first matrix of the batch) plus the batch
+ * dims (gk_qbatch) that say how far every operand moves from one matrix to the next.
  *
  * Element (i, j) of a strided operand X lives at X + i*rs + j*cs (strides in elements
  * of that operand's type, possibly negative or zero).  Zero points and scales are given
@@ -37,6 +38,27 @@ typedef struct gk_qgemm_problem {
     void *y; ptrdiff_t ldy;                   /* output, row stride in elements */
 } gk_qgemm_problem;
 
+/* Operands that move with the batch index (gk_qbatch.stride's first index). */
+enum gk_qbatch_operand {
+    GK_QB_A = 0, GK_QB_B, GK_QB_AZP, GK_QB_BZP, /* a, b and their zero points */
+    GK_QB_AS, GK_QB_BS, GK_QB_YS, GK_QB_YZP,    /* scales, output zero point */
+    GK_QB_Y,                                    /* the output */
+    GK_QB_NOPS
+};
+
+#define GK_QBATCH_MAXD 64 /* NumPy's NPY_MAXDIMS */
+
+/* Batch dims of a product, outermost first (numpy.matmul's broadcast batch shape).
+ * Matrix (i_0, ..., i_{ndim-1}) is the 2-D problem with every pointer X advanced by
+ * sum_d i_d * stride[X][d] BYTES; 0 where X is broadcast along d (a NULL pointer of the
+ * problem never moves).  Only the first ndim entries of each row are read.  Any ndim,
+ * shape (0 or 1 included) and sign of strides is valid. */
+typedef struct gk_qbatch {
+    int ndim;                                       /* 0 .. GK_QBATCH_MAXD */
+    ptrdiff_t shape[GK_QBATCH_MAXD];
+    ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD];
+} gk_qbatch;
+
 /* Depth beyond GK_QGEMM_KCHUNK runs as a sum of products over consecutive depth chunks.
  * Exact: sum_c (A_c - za)(B_c - zb) = (A - za)(B - zb) modulo 2**32, zero points
  * included, and requantization is applied once to the total.  It bounds what a kernel
@@ -45,15 +67,30 @@ typedef struct gk_qgemm_problem {
  * chunk, is negligible next to KCHUNK multiply-adds per output. */
 #define GK_QGEMM_KCHUNK (1 << 18)
 
-/* Returns 0, or -1 when memory for packing could not be allocated (nothing written). */
-int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+/* MatMulInteger and integer QLinearMatMul, every matrix of the batch (batch NULL or
+ * ndim 0: the one 2-D product p).  A batch whose B, b zero point and b scale are shared
+ * (batch stride 0) and whose output rows continue from one matrix to the next runs as
+ * ONE product of batch * M rows (A's matrices packed one by one into its panels, or
+ * gathered, where their rows do not continue); other batches that share B pack it once
+ * for the consecutive matrices that share it.
+ * Returns 0, or -1 when memory for packing could not be allocated (the output may be
+ * partly written). */
+int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                 const gk_qbatch *batch);
 
-/* QLinearMatMul with any mix of uint8/int8/float8 a, b, y (DESIGN.md §2):
+/* Calls fn(ctx, q) for every matrix q of the batch (p itself when batch is NULL), in
+ * row-major order of the batch index; stops at and returns the first nonzero result. */
+int gk_qbatch_foreach(const gk_qgemm_problem *p, const gk_qbatch *batch,
+                      int (*fn)(void *ctx, const gk_qgemm_problem *q), void *ctx);
+
+/* QLinearMatMul with any mix of uint8/int8/float8 a, b, y (DESIGN.md §2), every matrix
+ * of the batch (NULL: one 2-D product):
  * all integer -> gk_qgemm_run; integer a, b with float8 y -> exact int32 accumulation,
  * x = acc*mult + y_zp in double, saturating float8 cast; float8 a or b -> dequantize in
  * float32, float32 accumulation (k ascending), x = acc / y_scale, output cast.
  * Returns 0, or -1 when out of memory (nothing written). */
-int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                   const gk_qbatch *batch);
 
 /* The float32 requantization multiplier of DESIGN.md §2, +-inf clamped to +-FLT_MAX. */
 float gk_qmultiplier(float a_scale, float b_scale, float y_scale);

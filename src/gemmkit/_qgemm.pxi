@@ -1,12 +1,8 @@
-# MatMulInteger and QLinearMatMul: argument checking, layout normalisation, batch loop.
-#
-# Everything is checked before any work.  Operands are passed to C as base pointer +
-# strides (no copies); zero points / scales as base pointer + row/column stride + batch
-# strides aligned to the output's batch dims (0 where broadcast).
+# MatMulInteger and QLinearMatMul: the entry points.  Arguments are normalised by
+# _qargs.pxi into one batched problem (gk_qgemm_problem + gk_qbatch) that the C driver
+# runs whole, batch loop included (gk_qgemm_driver.h).
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport uint8_t, uint16_t, int32_t
-from libc.math cimport isfinite
-import ml_dtypes as _mld
 
 cdef extern from "gemmkit/gk_codecs.h" nogil:
     float gk_bf16_to_f32(uint16_t h)
@@ -42,299 +38,37 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         void *y
         ptrdiff_t ldy
     enum:
+        GK_QT_U8
+        GK_QT_S8
+        GK_QT_F8
+    enum:
+        GK_QBATCH_MAXD
+        GK_QB_A
+        GK_QB_B
+        GK_QB_AZP
+        GK_QB_BZP
+        GK_QB_AS
+        GK_QB_BS
+        GK_QB_YS
+        GK_QB_YZP
+        GK_QB_Y
+        GK_QB_NOPS
+    ctypedef struct gk_qbatch:
+        int ndim
+        ptrdiff_t shape[GK_QBATCH_MAXD]
+        ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
+    enum:
         GK_QGEMM_KCHUNK
-    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
-    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                     const gk_qbatch *batch)
+    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                       const gk_qbatch *batch)
 
-cdef enum:
-    _MAXD = 64          # NPY_MAXDIMS
-    _INT_LIMIT = 2147483647
-
-# Operand slots in the batch-stride table.
-cdef enum:
-    _OP_A = 0
-    _OP_B = 1
-    _OP_AZP = 2
-    _OP_BZP = 3
-    _OP_AS = 4
-    _OP_BS = 5
-    _OP_YS = 6
-    _OP_YZP = 7
-    _NOPS = 8
 
 # Deepest product a kernel sees; deeper ones run chunk by chunk (gk_qgemm_driver.h).
 _QGEMM_KCHUNK = GK_QGEMM_KCHUNK
 
-_F8_DTYPES = (np.dtype(_mld.float8_e4m3fn), np.dtype(_mld.float8_e4m3fnuz),
-              np.dtype(_mld.float8_e5m2), np.dtype(_mld.float8_e5m2fnuz))
-cdef int _F8_NUM[4]
-for _i in range(4):
-    _F8_NUM[_i] = _F8_DTYPES[_i].num
-cdef int _BF16_NUM = np.dtype(_mld.bfloat16).num
-
-_INT8_NAMES = "uint8 or int8"
-_Q_NAMES = ("uint8, int8, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2 or float8_e5m2fnuz "
-            "(ml_dtypes)")
-
-
-cdef inline int _qtype(cnp.ndarray x):
-    return _qtype_num(cnp.PyArray_TYPE(x))
-
-
-cdef inline int _qtype_num(int t):
-    """0 uint8, 1 int8, 2..5 float8 formats (gk_qtype), -1 anything else."""
-    if t == cnp.NPY_UINT8:
-        return 0
-    if t == cnp.NPY_INT8:
-        return 1
-    for i in range(4):
-        if t == _F8_NUM[i]:
-            return 2 + i
-    return -1
-
-
-cdef inline cnp.ndarray _arr(x):
-    if cnp.PyArray_Check(x):
-        return <cnp.ndarray>x
-    return np.asarray(x)
-
-
-cdef class _Small:
-    """A zero point or scale: a size-1 value is held in `value`/`fvalue` (per-tensor, no
-    array is made); a larger one keeps its array (`arr`, float32 for scales).  `orig`
-    is what the caller passed, for messages."""
-    cdef uint8_t value
-    cdef float fvalue
-    cdef object arr
-    cdef object orig
-    cdef const void *ptr
-    cdef int ndim      # -1 for a Python int/float (no shape of its own)
-
-
-cdef inline int _scalar_typenum(x):
-    cdef cnp.dtype d = cnp.PyArray_DescrFromScalar(x)
-    return d.type_num
-
-
-cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
-    """A zero point of its tensor's dtype (type number tt; TypeError if it differs).
-    Python ints are accepted for uint8/int8 tensors when in range."""
-    cdef _Small r = _Small.__new__(_Small)
-    cdef cnp.ndarray za
-    r.orig = z
-    r.ptr = &r.value
-    r.ndim = 0
-    if isinstance(z, np.generic):
-        if _scalar_typenum(z) != tt:
-            raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
-                            f"got {z.dtype}")
-        if tt == cnp.NPY_UINT8 or tt == cnp.NPY_INT8:
-            cnp.PyArray_ScalarAsCtype(z, &r.value)
-            return r
-        # NumPy's C scalar helpers misread user-defined (ml_dtypes float8) scalars:
-        # read the value as the 0-d array it stands for.
-        z = np.asarray(z)
-    if isinstance(z, int) and not isinstance(z, bool):
-        if tt == cnp.NPY_UINT8:
-            lo, hi = 0, 255
-        elif tt == cnp.NPY_INT8:
-            lo, hi = -128, 127
-        else:
-            raise TypeError(f"{name} must be an array of {tname}'s dtype {tdtype}, "
-                            f"got a Python int")
-        if not lo <= z <= hi:
-            raise ValueError(f"{name}={_short_repr(z)} is out of range for {tname}'s dtype {tdtype}")
-        r.value = <uint8_t>(z & 0xff)
-        r.ndim = -1
-        return r
-    za = _arr(z)
-    r.ndim = cnp.PyArray_NDIM(za)
-    if cnp.PyArray_TYPE(za) != tt:
-        raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
-                        f"got {za.dtype}")
-    if cnp.PyArray_SIZE(za) == 1:
-        r.value = (<uint8_t *>cnp.PyArray_DATA(za))[0]
-        return r
-    r.arr = za
-    r.ptr = cnp.PyArray_DATA(za)
-    return r
-
-
-cdef double _py_real(v, str name) except? -1.0:
-    """A Python int/float as a C double; a ValueError (naming the argument) when it
-    does not fit."""
-    try:
-        return <double>v
-    except OverflowError:
-        raise ValueError(f"{name}={_short_repr(v)} is out of range for a float32 scale") from None
-
-
-cdef str _short_repr(v):
-    cdef str r = repr(v)
-    return r if len(r) <= 40 else r[:18] + "..." + r[-18:]
-
-
-cdef inline float _check_scale_value(float v, str name, bint is_y) except? -1.0:
-    if not isfinite(v) or (is_y and v == 0):
-        raise ValueError(f"{name} must be finite{' and nonzero' if is_y else ''}, got {v}")
-    return v
-
-
-cdef _Small _scale(s, str name, bint is_y):
-    """A scale as float32 (float16/bfloat16 widened exactly)."""
-    cdef _Small r = _Small.__new__(_Small)
-    cdef cnp.ndarray sa
-    cdef int t
-    cdef uint16_t h
-    r.orig = s
-    r.ptr = &r.fvalue
-    r.ndim = 0
-    if isinstance(s, np.generic):  # before float: np.float64 is a float subclass
-        t = _scalar_typenum(s)
-        if t == cnp.NPY_FLOAT32:
-            cnp.PyArray_ScalarAsCtype(s, &r.fvalue)
-        elif t == cnp.NPY_FLOAT16:
-            cnp.PyArray_ScalarAsCtype(s, &h)
-            r.fvalue = gk_f16_to_f32(h)
-        elif t != _BF16_NUM:
-            raise TypeError(f"{name} must be float32, float16 or bfloat16, got {s.dtype}")
-        if t != _BF16_NUM:
-            _check_scale_value(r.fvalue, name, is_y)
-            return r
-        # NumPy's C scalar helpers misread user-defined (ml_dtypes bfloat16) scalars:
-        # read the value as the 0-d array it stands for.
-        s = np.asarray(s)
-    elif isinstance(s, float) or (isinstance(s, int) and not isinstance(s, bool)):
-        # a Python number is a weak scalar: rounded to float32 like NumPy would
-        r.fvalue = _check_scale_value(<float>_py_real(s, name), name, is_y)
-        r.ndim = -1
-        return r
-    sa = _arr(s)
-    r.ndim = cnp.PyArray_NDIM(sa)
-    t = cnp.PyArray_TYPE(sa)
-    if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:
-        raise TypeError(f"{name} must be float32, float16 or bfloat16, got {sa.dtype}")
-    if cnp.PyArray_SIZE(sa) == 1:
-        if not (cnp.PyArray_ISNOTSWAPPED(sa) and cnp.PyArray_ISALIGNED(sa)):
-            sa = np.ascontiguousarray(sa, dtype=sa.dtype.newbyteorder("="))
-        if t == cnp.NPY_FLOAT32:
-            r.fvalue = (<float *>cnp.PyArray_DATA(sa))[0]
-        else:
-            h = (<uint16_t *>cnp.PyArray_DATA(sa))[0]
-            r.fvalue = gk_f16_to_f32(h) if t == cnp.NPY_FLOAT16 else gk_bf16_to_f32(h)
-        _check_scale_value(r.fvalue, name, is_y)
-        return r
-    # Widening f16/bf16 -> f32 is exact, so NumPy's cast is the definition.
-    r.arr = np.ascontiguousarray(sa, dtype=np.float32)
-    if not np.isfinite(r.arr).all():
-        raise ValueError(f"{name} must be finite, got non-finite values")
-    if is_y and (r.arr == 0).any():
-        raise ValueError(f"{name} must be nonzero, got a zero")
-    r.ptr = cnp.PyArray_DATA(r.arr)
-    return r
-
-
-cdef inline tuple _pyshape(cnp.ndarray x):
-    return (<object>x).shape
-
-
-cdef str _shape_str(tuple s):
-    return "(" + ", ".join(str(x) for x in s) + (",)" if len(s) == 1 else ")")
-
-
-cdef str _who(cnp.ndarray a, cnp.ndarray b, str an, str bn):
-    return f"{an} {_shape_str(_pyshape(a))} @ {bn} {_shape_str(_pyshape(b))}"
-
-
-cdef int _layout(cnp.ndarray z, int side, str name, tuple ctx, Py_ssize_t M, Py_ssize_t N,
-                 int nb, Py_ssize_t *bshape, ptrdiff_t *rs, ptrdiff_t *cs,
-                 Py_ssize_t *bst) except -1:
-    """Zero-point/scale layout.  side 0: rows of a (per-tensor, [M], [..., M, 1]);
-    side 1: columns of b (per-tensor, [N], [..., 1, N]); side 2: y ([M] per row, or
-    N-D broadcastable to [..., M, N]).  rs/cs in elements, bst in bytes per output
-    batch dim; 0 where broadcast."""
-    cdef int nd = cnp.PyArray_NDIM(z), lead, i
-    cdef Py_ssize_t isz = cnp.PyArray_ITEMSIZE(z), zr, zc, d
-    cdef cnp.npy_intp *shp = cnp.PyArray_DIMS(z)
-    cdef cnp.npy_intp *st = cnp.PyArray_STRIDES(z)
-    rs[0] = 0
-    cs[0] = 0
-    for i in range(nb):
-        bst[i] = 0
-    if cnp.PyArray_SIZE(z) == 1:
-        return 0
-    if side == 0 and nd == 1 and shp[0] == M:
-        rs[0] = st[0] // isz
-        return 0
-    if side == 1 and nd == 1 and shp[0] == N:
-        cs[0] = st[0] // isz
-        return 0
-    if side == 2 and nd == 1 and shp[0] == M:
-        rs[0] = st[0] // isz
-        return 0
-    if side == 0:
-        expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, 1]"
-    elif side == 1:
-        expect = f"per-tensor (shape () or (1,)), per-column (N,) = ({N},) or N-D broadcastable to [..., 1, N]"
-    else:
-        expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, N]"
-    bad = ValueError(f"{name} has shape {_shape_str(_pyshape(z))}; expected {expect} "
-                     f"for {_who(ctx[0], ctx[1], ctx[2], ctx[3])}")
-    if nd <= 1:
-        raise bad
-    zr = shp[nd - 2]
-    zc = shp[nd - 1]
-    if (zr != M and zr != 1) or (zc != N and zc != 1):
-        raise bad
-    if (side == 0 and zc != 1) or (side == 1 and zr != 1):
-        raise bad
-    if zr > 1:
-        rs[0] = st[nd - 2] // isz
-    if zc > 1:
-        cs[0] = st[nd - 1] // isz
-    lead = nd - 2
-    if lead > nb:
-        raise bad
-    for i in range(lead):
-        d = shp[i]
-        if d != 1 and d != bshape[nb - lead + i]:
-            raise bad
-        if d != 1:
-            bst[nb - lead + i] = st[i]
-    return 0
-
-
-cdef int _check_batch(cnp.ndarray x, int nb, Py_ssize_t *bshape, Py_ssize_t *bst) except -1:
-    """Batch strides (bytes) of operand x aligned right to the output batch dims."""
-    cdef int nd = cnp.PyArray_NDIM(x), lead = nd - 2 if nd > 2 else 0, i
-    cdef cnp.npy_intp *shp = cnp.PyArray_DIMS(x)
-    cdef cnp.npy_intp *st = cnp.PyArray_STRIDES(x)
-    for i in range(nb):
-        bst[i] = 0
-    for i in range(lead):
-        if shp[i] != 1:
-            bst[nb - lead + i] = st[i]
-    return 0
-
-
-cdef tuple _batch_shape(cnp.ndarray a, cnp.ndarray b, str an, str bn):
-    """numpy.matmul's broadcast of the batch dims (all but the last two), for any rank
-    NumPy arrays can have (np.broadcast_shapes stops at 32)."""
-    cdef int nda = cnp.PyArray_NDIM(a), ndb = cnp.PyArray_NDIM(b)
-    cdef int la = nda - 2 if nda > 2 else 0, lb = ndb - 2 if ndb > 2 else 0
-    cdef int nb = la if la > lb else lb, i
-    cdef cnp.npy_intp *sha = cnp.PyArray_DIMS(a)
-    cdef cnp.npy_intp *shb = cnp.PyArray_DIMS(b)
-    cdef cnp.npy_intp da, db
-    out = [0] * nb
-    for i in range(nb):
-        da = sha[i - (nb - la)] if i >= nb - la else 1
-        db = shb[i - (nb - lb)] if i >= nb - lb else 1
-        if da != db and da != 1 and db != 1:
-            raise ValueError(f"batch dimensions of {an} {_shape_str(_pyshape(a))} and {bn} "
-                             f"{_shape_str(_pyshape(b))} do not broadcast")
-        out[i] = db if da == 1 else da
-    return tuple(out)
+include "_qargs.pxi"
 
 
 # int32 outputs of at least this many elements are allocated 64-byte aligned: kernels
@@ -352,122 +86,40 @@ cdef cnp.ndarray _empty_aligned64(tuple shape, dtype):
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
-cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
+cdef object _qmatmul(_QOp op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
                      _Small a_s, _Small b_s, _Small y_s, _Small yzp,
                      int ta, int tb, int ty, str an, str bn):
-    """Shared shape logic, output allocation and the nogil batch loop."""
-    cdef int nda = cnp.PyArray_NDIM(a), ndb = cnp.PyArray_NDIM(b)
-    if nda == 0:
-        raise ValueError(f"{op}: {an} must have at least 1 dimension, got shape ()")
-    if ndb == 0:
-        raise ValueError(f"{op}: {bn} must have at least 1 dimension, got shape ()")
-    cdef cnp.npy_intp *sha = cnp.PyArray_DIMS(a)
-    cdef cnp.npy_intp *shb = cnp.PyArray_DIMS(b)
-    cdef cnp.npy_intp *sta = cnp.PyArray_STRIDES(a)
-    cdef cnp.npy_intp *stb = cnp.PyArray_STRIDES(b)
-    cdef Py_ssize_t M, K, N, Kb
-    cdef ptrdiff_t a_rs, a_cs, b_rs, b_cs
-    if nda == 1:
-        M, K, a_rs, a_cs = 1, sha[0], 0, sta[0]
-    else:
-        M, K, a_rs, a_cs = sha[nda - 2], sha[nda - 1], sta[nda - 2], sta[nda - 1]
-    if ndb == 1:
-        Kb, N, b_rs, b_cs = shb[0], 1, stb[0], 1
-    else:
-        Kb, N, b_rs, b_cs = shb[ndb - 2], shb[ndb - 1], stb[ndb - 2], stb[ndb - 1]
-    if K != Kb:
-        raise ValueError(f"{op}: inner dimensions differ: {an} has shape "
-                         f"{_shape_str(_pyshape(a))} (K={K}), {bn} has shape "
-                         f"{_shape_str(_pyshape(b))} (K={Kb})")
-    if M > _INT_LIMIT or N > _INT_LIMIT or K > _INT_LIMIT:
-        raise ValueError(f"{op}: M, N and K must each be below 2**31, got "
-                         f"{an} {_shape_str(_pyshape(a))}, {bn} {_shape_str(_pyshape(b))}")
-    if N == 1:
-        b_cs = 1    # a single column: its stride is never used; lets small-M paths run
-    cdef tuple bshape_t = _batch_shape(a, b, an, bn) if nda > 2 or ndb > 2 else ()
-    cdef int nb = len(bshape_t), i, op_i
-    cdef Py_ssize_t bshape[_MAXD]
-    cdef Py_ssize_t bst[_NOPS][_MAXD]
-    cdef Py_ssize_t nbatch = 1
-    for i in range(nb):
-        bshape[i] = bshape_t[i]
-        nbatch *= bshape[i]
-    ctx = (a, b, an, bn)
-    _check_batch(a, nb, bshape, bst[_OP_A])
-    _check_batch(b, nb, bshape, bst[_OP_B])
-
+    """Checks and lays out every argument, allocates the output, runs the whole batched
+    product in C without the GIL.  ty (the output's gk_qtype) is read for QLinearMatMul
+    only: MatMulInteger's output is int32."""
     cdef gk_qgemm_problem p
-    p.m = <int>M
-    p.n = <int>N
-    p.k = <int>K
-    p.a_type = ta
-    p.b_type = tb
-    p.y_type = ty
-    p.a = <const uint8_t *>cnp.PyArray_DATA(a)
-    p.a_rs = a_rs
-    p.a_cs = a_cs
-    p.a_signed = ta == 1
-    p.b = <const uint8_t *>cnp.PyArray_DATA(b)
-    p.b_rs = b_rs
-    p.b_cs = b_cs
-    p.b_signed = tb == 1
-    p.a_zp = NULL
-    p.b_zp = NULL
-    p.a_zp_rs = 0
-    p.b_zp_cs = 0
-    p.a_scale = NULL
-    p.b_scale = NULL
-    p.y_scale = NULL
-    p.y_zp = NULL
-    p.as_rs = p.bs_cs = p.ys_rs = p.ys_cs = p.yzp_rs = p.yzp_cs = 0
-    for op_i in range(_OP_AZP, _NOPS):
-        for i in range(nb):
-            bst[op_i][i] = 0
-    cdef ptrdiff_t dummy
-    if azp is not None:
-        if azp.arr is not None:
-            _layout(azp.arr, 0, "a_zero_point", ctx, M, N, nb, bshape, &p.a_zp_rs, &dummy,
-                    bst[_OP_AZP])
-        p.a_zp = <const uint8_t *>azp.ptr
-    if bzp is not None:
-        if bzp.arr is not None:
-            _layout(bzp.arr, 1, "b_zero_point", ctx, M, N, nb, bshape, &dummy, &p.b_zp_cs,
-                    bst[_OP_BZP])
-        p.b_zp = <const uint8_t *>bzp.ptr
-    if ty == -2:
+    cdef gk_qbatch bt
+    _operands(op, a, b, ta, tb, an, bn, &p, &bt)
+    ctx = (a, b, an, bn)
+    _zero_points(&p, &bt, azp, bzp, ctx)
+    if op == _QOP_MATMUL_INTEGER:
+        p.y_type = GK_QT_U8      # unused: the output is int32
         p.out_kind = GK_QOUT_I32
         out_type = cnp.NPY_INT32
         out_descr = None
     else:
-        p.out_kind = GK_QOUT_U8 if ty == 0 else GK_QOUT_S8
-        out_type = cnp.NPY_UINT8 if ty == 0 else cnp.NPY_INT8
-        out_descr = None if ty < 2 else _F8_DTYPES[ty - 2]
-        _same_shape(a_s, azp, "a_scale", "a_zero_point")
-        _same_shape(b_s, bzp, "b_scale", "b_zero_point")
-        _same_shape(y_s, yzp, "y_scale", "y_zero_point")
-        if a_s.arr is not None:
-            _layout(a_s.arr, 0, "a_scale", ctx, M, N, nb, bshape, &p.as_rs, &dummy, bst[_OP_AS])
-        if b_s.arr is not None:
-            _layout(b_s.arr, 1, "b_scale", ctx, M, N, nb, bshape, &dummy, &p.bs_cs, bst[_OP_BS])
-        if y_s.arr is not None:
-            _layout(y_s.arr, 2, "y_scale", ctx, M, N, nb, bshape, &p.ys_rs, &p.ys_cs,
-                    bst[_OP_YS])
-        if yzp.arr is not None:
-            _layout(yzp.arr, 2, "y_zero_point", ctx, M, N, nb, bshape, &p.yzp_rs, &p.yzp_cs,
-                    bst[_OP_YZP])
-        p.a_scale = <const float *>a_s.ptr
-        p.b_scale = <const float *>b_s.ptr
-        p.y_scale = <const float *>y_s.ptr
-        p.y_zp = <const uint8_t *>yzp.ptr
+        p.y_type = ty
+        p.out_kind = GK_QOUT_S8 if ty == GK_QT_S8 else GK_QOUT_U8
+        out_type = cnp.NPY_INT8 if ty == GK_QT_S8 else cnp.NPY_UINT8
+        out_descr = _F8_DTYPES[ty - GK_QT_F8] if ty >= GK_QT_F8 else None
+        _requant(&p, &bt, azp, bzp, a_s, b_s, y_s, yzp, ctx)
 
+    cdef int nb = bt.ndim, i
+    cdef Py_ssize_t M = p.m, N = p.n, nbatch = 1
     cdef cnp.npy_intp odims[_MAXD + 2]
     cdef int ond = nb
     for i in range(nb):
-        odims[i] = bshape[i]
-    if nda > 1:
+        odims[i] = bt.shape[i]
+        nbatch *= bt.shape[i]
+    if cnp.PyArray_NDIM(a) > 1:
         odims[ond] = M
         ond += 1
-    if ndb > 1:
+    if cnp.PyArray_NDIM(b) > 1:
         odims[ond] = N
         ond += 1
     cdef cnp.ndarray y
@@ -479,63 +131,25 @@ cdef object _qmatmul(str op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bz
         y = np.empty(tuple([odims[i] for i in range(ond)]), dtype=out_descr)
     if nbatch == 0 or M == 0 or N == 0:
         return y
-    cdef Py_ssize_t ysz = cnp.PyArray_ITEMSIZE(y)
-    p.ldy = N
+    # y is C-contiguous: batch dim i steps over the matrices of the dims after it
+    cdef ptrdiff_t step = M * N * cnp.PyArray_ITEMSIZE(y)
+    i = nb - 1
+    while i >= 0:
+        bt.stride[GK_QB_Y][i] = step
+        step *= bt.shape[i]
+        i -= 1
+    p.y = cnp.PyArray_DATA(y)
     cdef const gk_qgemm_kernel *kern = gk_qgemm_active()
-    cdef gk_qgemm_problem q = p
-    cdef char *ybase = <char *>cnp.PyArray_DATA(y)
-    cdef Py_ssize_t idx[_MAXD]
-    cdef Py_ssize_t t
-    cdef Py_ssize_t off[_NOPS]
-    cdef int rc = 0, is_int = op == "MatMulInteger"
+    cdef int rc
     with nogil:
-        for i in range(nb):
-            idx[i] = 0
-        for t in range(nbatch):
-            for op_i in range(_NOPS):
-                off[op_i] = 0
-            for i in range(nb):
-                for op_i in range(_NOPS):
-                    off[op_i] += idx[i] * bst[op_i][i]
-            q.a = p.a + off[_OP_A]
-            q.b = p.b + off[_OP_B]
-            if p.a_zp != NULL:
-                q.a_zp = p.a_zp + off[_OP_AZP]
-            if p.b_zp != NULL:
-                q.b_zp = p.b_zp + off[_OP_BZP]
-            if not is_int:
-                q.a_scale = <const float *>(<const char *>p.a_scale + off[_OP_AS])
-                q.b_scale = <const float *>(<const char *>p.b_scale + off[_OP_BS])
-                q.y_scale = <const float *>(<const char *>p.y_scale + off[_OP_YS])
-                q.y_zp = p.y_zp + off[_OP_YZP]
-            q.y = ybase + t * M * N * ysz
-            rc = gk_qgemm_run(kern, &q) if is_int else gk_qlinear_run(kern, &q)
-            if rc != 0:
-                break
-            i = nb - 1
-            while i >= 0:
-                idx[i] += 1
-                if idx[i] < bshape[i]:
-                    break
-                idx[i] = 0
-                i -= 1
+        if op == _QOP_MATMUL_INTEGER:
+            rc = gk_qgemm_run(kern, &p, &bt)
+        else:
+            rc = gk_qlinear_run(kern, &p, &bt)
     if rc != 0:
-        raise MemoryError(f"{op}: out of memory for packing buffers ({_who(a, b, an, bn)})")
+        raise MemoryError(f"{_QOP_NAMES[op]}: out of memory for packing buffers "
+                          f"({_who(a, b, an, bn)})")
     return y
-
-
-cdef int _same_shape(_Small s, _Small z, str sn, str zn) except -1:
-    """ONNX: a scale has its zero point's shape.  A Python int/float (no shape of its
-    own) matches any size-1 partner."""
-    if s.arr is None and z.arr is None:
-        # both size 1: shapes (1,)*ndim, equal iff the ndims are
-        if s.ndim == -1 or z.ndim == -1 or s.ndim == z.ndim:
-            return 0
-    ss, zs = np.shape(s.orig), np.shape(z.orig)
-    if ss != zs:
-        raise ValueError(f"{sn} and {zn} must have the same shape, got "
-                         f"{_shape_str(ss)} and {_shape_str(zs)}")
-    return 0
 
 
 def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
@@ -548,17 +162,17 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
     """
     cdef cnp.ndarray a = _arr(A), b = _arr(B)
     cdef int ta = _qtype(a), tb = _qtype(b)
-    if ta != 0 and ta != 1:
+    if not _is_int8(ta):
         raise TypeError(f"MatMulInteger: A must be {_INT8_NAMES}, got {a.dtype}")
-    if tb != 0 and tb != 1:
+    if not _is_int8(tb):
         raise TypeError(f"MatMulInteger: B must be {_INT8_NAMES}, got {b.dtype}")
     cdef _Small azp = None, bzp = None
     if a_zero_point is not None:
         azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(a), a.dtype, "a_zero_point", "A")
     if b_zero_point is not None:
         bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(b), b.dtype, "b_zero_point", "B")
-    return _qmatmul("MatMulInteger", a, b, azp, bzp, None, None, None, None,
-                    ta, tb, -2, "A", "B")
+    return _qmatmul(_QOP_MATMUL_INTEGER, a, b, azp, bzp, None, None, None, None,
+                    ta, tb, GK_QT_U8, "A", "B")
 
 
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
@@ -573,9 +187,9 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     """
     cdef cnp.ndarray aa = _arr(a), bb = _arr(b)
     cdef int ta = _qtype(aa), tb = _qtype(bb), ty, ynum
-    if ta < 0:
+    if ta == _QT_NONE:
         raise TypeError(f"QLinearMatMul: a must be {_Q_NAMES}, got {aa.dtype}")
-    if tb < 0:
+    if tb == _QT_NONE:
         raise TypeError(f"QLinearMatMul: b must be {_Q_NAMES}, got {bb.dtype}")
     cdef _Small azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(aa), aa.dtype, "a_zero_point", "a")
     cdef _Small bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(bb), bb.dtype, "b_zero_point", "b")
@@ -587,11 +201,11 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
         ynum = cnp.PyArray_TYPE(<cnp.ndarray>y_zero_point)
         ydt = y_zero_point.dtype
     ty = _qtype_num(ynum)
-    if ty < 0:
+    if ty == _QT_NONE:
         raise TypeError(f"QLinearMatMul: y_zero_point (which fixes the output type) must be "
                         f"{_Q_NAMES}, got {ydt}")
     cdef _Small yzp = _zero_point(y_zero_point, ynum, ydt, "y_zero_point", "y")
     cdef _Small a_s = _scale(a_scale, "a_scale", False)
     cdef _Small b_s = _scale(b_scale, "b_scale", False)
     cdef _Small y_s = _scale(y_scale, "y_scale", True)
-    return _qmatmul("QLinearMatMul", aa, bb, azp, bzp, a_s, b_s, y_s, yzp, ta, tb, ty, "a", "b")
+    return _qmatmul(_QOP_QLINEAR_MATMUL, aa, bb, azp, bzp, a_s, b_s, y_s, yzp, ta, tb, ty, "a", "b")

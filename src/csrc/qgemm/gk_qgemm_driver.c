@@ -1,12 +1,22 @@
-/* The int8 GEMM driver: sign mapping, cache blocking, packing, kernel calls.
+/* The int8 GEMM driver: batches, sign mapping, cache blocking, packing, kernel calls.
  *
- * Loop order (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
+ * Batches (gk_qgemm_run): the batch dims are first coalesced (size-1 dims dropped,
+ * neighbours merged where every operand steps uniformly).  A batch left with one dim
+ * whose B side is shared and whose A and output rows continue from matrix to matrix is
+ * folded into ONE product of batch * M rows (fold_batch): the kernels see a tall M and B
+ * is packed once; A's matrices are first gathered into one block when their rows do not
+ * continue and they are small (gather_a).  Any other batch runs matrix by matrix
+ * (run_one); where consecutive matrices share B it is packed once, whole, into a cache
+ * they all read (bcache).
+ *
+ * Loop order of one product (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
  * -> M blocks of mc rows (packed A block, ~GK_QGEMM_MC_BYTES) -> nr-wide B micro-panels
  * (stay in L1) -> mr-high A micro-panels.  Up to GK_QGEMM_KCHUNK, K is never split: each
  * micro-kernel call sees the whole depth, so it can finish its tile (zero-point
  * correction, requantization) in registers and no int32 [M, N] intermediate exists.
  * Deeper products run chunk by chunk (run_k_chunked). */
 #include <float.h>
+#include <limits.h>
 #include <string.h>
 
 #include "gemmkit/gk_qgemm_driver.h"
@@ -34,27 +44,78 @@ static int32_t load_q(const uint8_t *p, int is_signed)
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+/* Where row r of the product run_one computes takes its row-side parameters (a zero
+ * point, a scale, the rows of y's scale and zero point): row r % mi of matrix r / mi of
+ * a folded batch, whose parameters sit (r / mi) * <stride> BYTES after matrix 0's.  For a
+ * plain 2-D product mi = M and the strides are never used.  With a_seg, A's rows are
+ * found the same way (matrix t at p->a + t * a): packed matrix by matrix, which needs
+ * mi to be a multiple of the kernel's mr (each matrix starts a panel) and no small-M
+ * run. */
+typedef struct rowmap {
+    int mi;
+    ptrdiff_t azp, as, ys, yzp;
+    int a_seg;
+    ptrdiff_t a;
+} rowmap;
+
+/* B packed whole (every column, one kernel's format at one depth) for the consecutive
+ * matrices of a batch that share it: packed panels, then colsum[N]. */
+typedef struct bcache {
+    unsigned char *mem;
+    int32_t *colsum;
+    const uint8_t *b; /* the B packed in mem; NULL before the first */
+} bcache;
+
+/* A grid larger than this many entries (multipliers or output zero points varying by
+ * both row and column) is not built for a folded batch: matrix by matrix, each needs
+ * only its own M x N. */
+#define GK_QFOLD_GRID_MAX ((size_t)1 << 22)
+/* Bytes of A beyond which a batch whose A rows do not continue is not gathered for a
+ * fold (then each matrix is large enough to run well on its own). */
+#define GK_QFOLD_GATHER_MAX_BYTES ((size_t)8 << 20)
+/* Packed bytes beyond which batches sharing B repack it per matrix instead of holding
+ * all of it (then K * N is so large that packing is a small part of each matrix). */
+#define GK_QBCACHE_MAX_BYTES ((size_t)64 << 20)
+
+static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
+{
+    return (const float *)((const char *)base + bytes) + elems;
+}
+
+static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+{
+    return kern->smallm != 0 && p->m <= kern->smallm_max && (p->b_cs == 1 || p->n == 1);
+}
+
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
 
-int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+/* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
+ * packed into bc when given (and not there yet), else block by block. */
+static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                   bcache *bc)
 {
     const int M = p->m, N = p->n, K = p->k;
-    if (K > GK_QGEMM_KCHUNK && M > 0 && N > 0)
-        return run_k_chunked(kern, p);
+    if (M <= 0 || N <= 0)
+        return 0;
+    if (K > GK_QGEMM_KCHUNK)
+        return run_k_chunked(kern, p); /* rm is NULL: deep batches are never folded */
+    const rowmap one = {M, 0, 0, 0, 0, 0, 0};
+    if (!rm)
+        rm = &one;
     /* Canonical u8 x s8 form, see gk_qgemm.h. */
     const uint8_t a_xor = p->a_signed ? 0x80 : 0, b_xor = p->b_signed ? 0 : 0x80;
     const int32_t a_shift = p->a_signed ? 128 : 0, b_shift = p->b_signed ? 0 : 128;
     const int requant = p->out_kind != GK_QOUT_I32;
-    const int use_smallm = kern->smallm != 0 && M <= kern->smallm_max && (p->b_cs == 1 || N == 1);
-
-    if (M <= 0 || N <= 0)
-        return 0;
+    const int use_smallm = smallm_runs(kern, p);
+    const int cached = bc != NULL && !use_smallm;
 
     /* Multiplier / output zero point grids: one entry per row only where some input
-     * varies by row, one per column only where some varies by column. */
-    const int mult_rows = requant && (p->as_rs != 0 || p->ys_rs != 0) ? M : 1;
+     * varies by row (or by matrix of a folded batch), one per column only where some
+     * varies by column. */
+    const int mult_rows =
+        requant && (p->as_rs != 0 || p->ys_rs != 0 || rm->as != 0 || rm->ys != 0) ? M : 1;
     const int mult_cols = requant && (p->bs_cs != 0 || p->ys_cs != 0) ? N : 1;
-    const int yzp_rows = requant && p->yzp_rs != 0 ? M : 1;
+    const int yzp_rows = requant && (p->yzp_rs != 0 || rm->yzp != 0) ? M : 1;
     const int yzp_cols = requant && p->yzp_cs != 0 ? N : 1;
 
     const size_t kp = round_up((size_t)K, (size_t)kern->kstep);
@@ -72,14 +133,14 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
             mc = mcap;
     }
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kp * kern->a_elem_bytes;
-    const size_t bpack = use_smallm ? 0 : round_up(nc, kern->nr) * kp * kern->b_elem_bytes;
+    const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kp * kern->b_elem_bytes;
 
     /* One allocation for every per-call buffer, each 64-byte aligned. */
     size_t off[9], total = 0;
     const size_t sizes[9] = {
         (size_t)M * 4, (size_t)M * 4, (size_t)N * 4, (size_t)N * 4,            /* za, rowsum, zb, colcorr */
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
-        apack, bpack, (size_t)nc * 4,                                          /* packs, colsum */
+        apack, bpack, cached ? 0 : (size_t)nc * 4,                             /* packs, colsum */
     };
     for (int i = 0; i < 9; i++) {
         off[i] = total;
@@ -98,8 +159,10 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     void *bp = mem + off[7];
     int32_t *colsum = (int32_t *)(mem + off[8]);
 
-    for (int i = 0; i < M; i++)
-        za[i] = (p->a_zp ? load_q(p->a_zp + i * p->a_zp_rs, p->a_signed) : 0) + a_shift;
+    for (int i0 = 0, t = 0; i0 < M; i0 += rm->mi, t++)
+        for (int i = 0; i < rm->mi; i++)
+            za[i0 + i] = (p->a_zp ? load_q(p->a_zp + t * rm->azp + i * p->a_zp_rs, p->a_signed)
+                                  : 0) + a_shift;
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
 
@@ -113,15 +176,20 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     epi.ldy = p->ldy;
     epi.k = K;
     if (requant) {
-        for (int i = 0; i < mult_rows; i++)
+        for (int r = 0; r < mult_rows; r++) {
+            const int t = r / rm->mi, i = r - t * rm->mi;
+            const float as = *f32_at(p->a_scale, t * rm->as, i * p->as_rs);
+            const float *ys = f32_at(p->y_scale, t * rm->ys, i * p->ys_rs);
             for (int j = 0; j < mult_cols; j++)
-                mult[i * mult_cols + j] = gk_qmultiplier(
-                    p->a_scale[i * p->as_rs], p->b_scale[j * p->bs_cs],
-                    p->y_scale[i * p->ys_rs + j * p->ys_cs]);
-        for (int i = 0; i < yzp_rows; i++)
+                mult[(size_t)r * mult_cols + j] =
+                    gk_qmultiplier(as, p->b_scale[j * p->bs_cs], ys[j * p->ys_cs]);
+        }
+        for (int r = 0; r < yzp_rows; r++) {
+            const int t = r / rm->mi, i = r - t * rm->mi;
+            const uint8_t *z = p->y_zp + t * rm->yzp + i * p->yzp_rs;
             for (int j = 0; j < yzp_cols; j++)
-                yzp[i * yzp_cols + j] =
-                    load_q(p->y_zp + i * p->yzp_rs + j * p->yzp_cs, p->out_kind == GK_QOUT_S8);
+                yzp[(size_t)r * yzp_cols + j] = load_q(z + j * p->yzp_cs, p->out_kind == GK_QOUT_S8);
+        }
         epi.mult = mult;
         epi.mult_rs = mult_rows > 1 ? mult_cols : 0;
         epi.mult_cs = mult_cols > 1 ? 1 : 0;
@@ -145,17 +213,43 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     }
 
     epi.b_colcorr = colcorr;
+    if (cached && bc->b != p->b) {
+        /* the whole of B in nr-column panels: block jc (a multiple of nr) starts at
+         * panel jc / nr, exactly where packing block by block would put it */
+        kern->pack_b(K, N, p->b, p->b_rs, p->b_cs, b_xor, bc->mem, bc->colsum);
+        bc->b = p->b;
+    }
     if (kern->begin)
         kern->begin();
     for (size_t jc = 0; jc < (size_t)N; jc += nc) {
         const int ncur = (int)((size_t)N - jc < nc ? (size_t)N - jc : nc);
-        kern->pack_b(K, ncur, p->b + (ptrdiff_t)jc * p->b_cs, p->b_rs, p->b_cs, b_xor, bp, colsum);
+        const int32_t *cs = colsum;
+        if (cached) {
+            bp = bc->mem + jc * kp * kern->b_elem_bytes;
+            cs = bc->colsum + jc;
+        } else {
+            kern->pack_b(K, ncur, p->b + (ptrdiff_t)jc * p->b_cs, p->b_rs, p->b_cs, b_xor, bp,
+                         colsum);
+        }
         for (int j = 0; j < ncur; j++)
-            colcorr[jc + j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)K * (uint32_t)zb[jc + j]);
+            colcorr[jc + j] = (int32_t)((uint32_t)cs[j] - (uint32_t)K * (uint32_t)zb[jc + j]);
         for (size_t ic = 0; ic < (size_t)M; ic += mc) {
             const int mcur = (int)((size_t)M - ic < mc ? (size_t)M - ic : mc);
-            kern->pack_a(mcur, K, p->a + (ptrdiff_t)ic * p->a_rs, p->a_rs, p->a_cs, a_xor, ap,
-                         rowsum + ic);
+            if (!rm->a_seg) {
+                kern->pack_a(mcur, K, p->a + (ptrdiff_t)ic * p->a_rs, p->a_rs, p->a_cs, a_xor,
+                             ap, rowsum + ic);
+            } else {
+                /* pieces start at ic or at a matrix boundary: multiples of mr, so each
+                 * starts a panel, where packing the block whole would put it */
+                for (int r0 = (int)ic, end = (int)ic + mcur; r0 < end;) {
+                    const int t = r0 / rm->mi, i = r0 - t * rm->mi;
+                    const int n = rm->mi - i < end - r0 ? rm->mi - i : end - r0;
+                    kern->pack_a(n, K, p->a + t * rm->a + i * p->a_rs, p->a_rs, p->a_cs, a_xor,
+                                 (unsigned char *)ap + (size_t)(r0 - (int)ic) * kp * kern->a_elem_bytes,
+                                 rowsum + r0);
+                    r0 += n;
+                }
+            }
             for (int jr = 0; jr < ncur; jr += kern->nr) {
                 const unsigned char *bpanel =
                     (const unsigned char *)bp + (size_t)jr * kp * kern->b_elem_bytes;
@@ -196,7 +290,7 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
         q.out_kind = GK_QOUT_I32;
         q.y = k0 == 0 ? (void *)acc : (void *)part;
         q.ldy = k0 == 0 ? lda : N;
-        if (gk_qgemm_run(kern, &q) != 0) {
+        if (run_one(kern, &q, NULL, NULL) != 0) {
             gk_aligned_free(mem);
             return -1;
         }
@@ -228,4 +322,232 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     }
     gk_aligned_free(mem);
     return 0;
+}
+
+/* ---- batches ---------------------------------------------------------------------- */
+
+/* out = in with size-1 dims dropped and neighbours merged where every operand steps
+ * uniformly across both (outer stride == inner stride * inner size), so a contiguous
+ * batch of any rank becomes one dim.  Returns 0 when the batch is empty. */
+static int coalesce(const gk_qbatch *in, gk_qbatch *out)
+{
+    int nd = 0;
+    for (int d = 0; d < in->ndim; d++) {
+        const ptrdiff_t n = in->shape[d];
+        if (n <= 0)
+            return 0;
+        if (n == 1)
+            continue;
+        int merge = nd > 0;
+        for (int x = 0; x < GK_QB_NOPS && merge; x++)
+            merge = out->stride[x][nd - 1] == in->stride[x][d] * n;
+        if (merge) {
+            out->shape[nd - 1] *= n; /* <= the output's element count: no overflow */
+        } else {
+            out->shape[nd] = n;
+            nd++;
+        }
+        for (int x = 0; x < GK_QB_NOPS; x++)
+            out->stride[x][nd - 1] = in->stride[x][d];
+    }
+    out->ndim = nd;
+    return 1;
+}
+
+/* Matrix of p at the byte offsets off[]. */
+static void at_offsets(const gk_qgemm_problem *p, const ptrdiff_t *off, gk_qgemm_problem *q)
+{
+    *q = *p;
+    q->a = p->a + off[GK_QB_A];
+    q->b = p->b + off[GK_QB_B];
+    if (p->a_zp)
+        q->a_zp = p->a_zp + off[GK_QB_AZP];
+    if (p->b_zp)
+        q->b_zp = p->b_zp + off[GK_QB_BZP];
+    if (p->a_scale)
+        q->a_scale = f32_at(p->a_scale, off[GK_QB_AS], 0);
+    if (p->b_scale)
+        q->b_scale = f32_at(p->b_scale, off[GK_QB_BS], 0);
+    if (p->y_scale)
+        q->y_scale = f32_at(p->y_scale, off[GK_QB_YS], 0);
+    if (p->y_zp)
+        q->y_zp = p->y_zp + off[GK_QB_YZP];
+    q->y = (char *)p->y + off[GK_QB_Y];
+}
+
+/* fn on every matrix of a coalesced, non-empty batch c, row-major in the batch index. */
+static int each_matrix(const gk_qgemm_problem *p, const gk_qbatch *c,
+                       int (*fn)(void *ctx, const gk_qgemm_problem *q), void *ctx)
+{
+    ptrdiff_t idx[GK_QBATCH_MAXD], off[GK_QB_NOPS];
+    for (int d = 0; d < c->ndim; d++)
+        idx[d] = 0;
+    for (int x = 0; x < GK_QB_NOPS; x++)
+        off[x] = 0;
+    for (;;) {
+        gk_qgemm_problem q;
+        at_offsets(p, off, &q);
+        const int rc = fn(ctx, &q);
+        if (rc != 0)
+            return rc;
+        int d = c->ndim - 1;
+        for (; d >= 0; d--) {
+            if (++idx[d] < c->shape[d]) {
+                for (int x = 0; x < GK_QB_NOPS; x++)
+                    off[x] += c->stride[x][d];
+                break;
+            }
+            for (int x = 0; x < GK_QB_NOPS; x++)
+                off[x] -= c->stride[x][d] * (c->shape[d] - 1);
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return 0;
+    }
+}
+
+int gk_qbatch_foreach(const gk_qgemm_problem *p, const gk_qbatch *batch,
+                      int (*fn)(void *ctx, const gk_qgemm_problem *q), void *ctx)
+{
+    gk_qbatch c;
+    if (!batch || batch->ndim == 0)
+        return fn(ctx, p);
+    if (!coalesce(batch, &c))
+        return 0;
+    return each_matrix(p, &c, fn, ctx);
+}
+
+/* fold_batch's answers: the batch cannot fold, folds as it is, or folds once A's
+ * matrices are gathered into one (batch * M, K) block. */
+enum { FOLD_NO = 0, FOLD_AS_IS, FOLD_GATHER_A };
+
+/* The batch c (one dim) as one product of batch * M rows in f / rm, when B, its zero
+ * point and scale are shared and the output's rows continue from each matrix to the
+ * next; FOLD_GATHER_A when A's rows do not (f then still reads A as p does). */
+static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_problem *f,
+                      rowmap *rm)
+{
+    const ptrdiff_t nb = c->shape[0], M = p->m;
+    const ptrdiff_t ysz = p->out_kind == GK_QOUT_I32 ? 4 : 1;
+    const ptrdiff_t st_a = c->stride[GK_QB_A][0], st_y = c->stride[GK_QB_Y][0];
+    if (c->ndim != 1 || c->stride[GK_QB_B][0] != 0 || c->stride[GK_QB_BZP][0] != 0 ||
+        c->stride[GK_QB_BS][0] != 0 || p->k > GK_QGEMM_KCHUNK || nb > INT_MAX / M)
+        return FOLD_NO;
+    if (M == 1 ? st_y % ysz != 0 : st_y != M * p->ldy * ysz)
+        return FOLD_NO;
+    if (p->out_kind != GK_QOUT_I32) {
+        const int rows_vary = p->as_rs != 0 || p->ys_rs != 0 || c->stride[GK_QB_AS][0] != 0 ||
+                              c->stride[GK_QB_YS][0] != 0;
+        const int yzp_rows_vary = p->yzp_rs != 0 || c->stride[GK_QB_YZP][0] != 0;
+        const size_t mn = (size_t)(nb * M) * (size_t)p->n;
+        if ((rows_vary && (p->bs_cs != 0 || p->ys_cs != 0) && mn > GK_QFOLD_GRID_MAX) ||
+            (yzp_rows_vary && p->yzp_cs != 0 && mn > GK_QFOLD_GRID_MAX))
+            return FOLD_NO;
+    }
+    *f = *p;
+    f->m = (int)(nb * M);
+    if (M == 1) {
+        f->a_rs = st_a; /* one row per matrix: the batch stride is the row stride */
+        f->ldy = st_y / ysz;
+    }
+    rm->mi = (int)M;
+    rm->azp = c->stride[GK_QB_AZP][0];
+    rm->as = c->stride[GK_QB_AS][0];
+    rm->ys = c->stride[GK_QB_YS][0];
+    rm->yzp = c->stride[GK_QB_YZP][0];
+    rm->a_seg = 0;
+    rm->a = st_a;
+    /* A is int8: its strides in elements are bytes */
+    return M == 1 || st_a == M * p->a_rs ? FOLD_AS_IS : FOLD_GATHER_A;
+}
+
+/* A's batch c->shape[0] matrices copied, row after row, into dst (batch * M rows of K):
+ * the folded product then reads them as one (batch * M, K) matrix. */
+static void gather_a(const gk_qgemm_problem *p, const gk_qbatch *c, uint8_t *dst)
+{
+    const int M = p->m, K = p->k;
+    const ptrdiff_t rs = p->a_rs, cs = p->a_cs;
+    const int by_rows = (rs < 0 ? -rs : rs) >= (cs < 0 ? -cs : cs);
+    for (ptrdiff_t t = 0; t < c->shape[0]; t++, dst += (size_t)M * K) {
+        const uint8_t *a = p->a + t * c->stride[GK_QB_A][0];
+        if (cs == 1) {
+            for (int i = 0; i < M; i++)
+                memcpy(dst + (size_t)i * K, a + i * rs, (size_t)K);
+        } else if (by_rows) {
+            for (int i = 0; i < M; i++)
+                for (int kk = 0; kk < K; kk++)
+                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
+        } else { /* column-major-like: read down the columns, write a small block */
+            for (int kk = 0; kk < K; kk++)
+                for (int i = 0; i < M; i++)
+                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
+        }
+    }
+}
+
+typedef struct batch_run {
+    const gk_qgemm_kernel *kern;
+    bcache *bc;
+} batch_run;
+
+static int run_matrix(void *ctx, const gk_qgemm_problem *q)
+{
+    const batch_run *r = (const batch_run *)ctx;
+    return run_one(r->kern, q, NULL, r->bc);
+}
+
+int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
+{
+    gk_qbatch c;
+    gk_qgemm_problem f;
+    rowmap rm;
+    if (!batch || batch->ndim == 0)
+        return run_one(kern, p, NULL, NULL);
+    if (p->m <= 0 || p->n <= 0 || !coalesce(batch, &c))
+        return 0;
+    if (c.ndim == 0)
+        return run_one(kern, p, NULL, NULL);
+    const int fold = fold_batch(p, &c, &f, &rm);
+    if (fold == FOLD_AS_IS)
+        return run_one(kern, &f, &rm, NULL);
+    /* Matrices whose rows do not continue (column-major, reversed, apart) are packed
+     * matrix by matrix into the folded product's panels where each starts a panel, else
+     * gathered first when that is cheap next to the product (K * M * batch bytes against
+     * N times as many multiply-adds): small matrices gain the most from folding. */
+    if (fold == FOLD_GATHER_A && p->m % kern->mr == 0 && !smallm_runs(kern, &f)) {
+        rm.a_seg = 1;
+        return run_one(kern, &f, &rm, NULL);
+    }
+    if (fold == FOLD_GATHER_A && (size_t)f.m * (size_t)p->k <= GK_QFOLD_GATHER_MAX_BYTES) {
+        uint8_t *ga = (uint8_t *)gk_aligned_alloc((size_t)f.m * (size_t)p->k);
+        if (!ga)
+            return -1;
+        gather_a(p, &c, ga);
+        f.a = ga;
+        f.a_rs = p->k;
+        f.a_cs = 1;
+        const int rc = run_one(kern, &f, &rm, NULL);
+        gk_aligned_free(ga);
+        return rc;
+    }
+
+    /* Matrix by matrix.  When the innermost batch dim shares B, consecutive matrices
+     * read one packing of it (the cache is repacked whenever B moves). */
+    bcache bc = {NULL, NULL, NULL};
+    batch_run r = {kern, NULL};
+    if (c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
+        const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
+        const size_t bytes = gk_round64(round_up((size_t)p->n, kern->nr) * kp * kern->b_elem_bytes);
+        if (bytes <= GK_QBCACHE_MAX_BYTES) {
+            bc.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4);
+            if (!bc.mem)
+                return -1;
+            bc.colsum = (int32_t *)(bc.mem + bytes);
+            r.bc = &bc;
+        }
+    }
+    const int rc = each_matrix(p, &c, run_matrix, &r);
+    if (bc.mem)
+        gk_aligned_free(bc.mem);
+    return rc;
 }

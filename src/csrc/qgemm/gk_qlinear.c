@@ -1,5 +1,7 @@
-/* QLinearMatMul paths that involve float8 (opset 21).  Not a speed path: the point is
- * exact adherence to the definition in DESIGN.md §2. */
+/* QLinearMatMul routing for every type mix (DESIGN.md §2): all-integer -> the int8 driver
+ * (batched); integer a, b with a float8 y -> exact int32 sums, then the double
+ * requantization and saturating float8 encode here; float8 a or b -> the Gemm engine
+ * (gk_qlinear_f8.c).  The float8 routes run matrix by matrix. */
 #include <math.h>
 #include <string.h>
 
@@ -19,7 +21,7 @@ static int int_inputs_f8_output(const gk_qgemm_kernel *kern, const gk_qgemm_prob
     q.out_kind = GK_QOUT_I32;
     q.y = acc;
     q.ldy = N;
-    if (gk_qgemm_run(kern, &q) != 0) {
+    if (gk_qgemm_run(kern, &q, NULL) != 0) {
         gk_aligned_free(acc);
         return -1;
     }
@@ -39,14 +41,19 @@ static int int_inputs_f8_output(const gk_qgemm_kernel *kern, const gk_qgemm_prob
 /* float8 a or b: dequantizing packers around the f32 Gemm engine (gk_qlinear_f8.c). */
 int gk_qlinear_float_inputs(const gk_qgemm_problem *p);
 
-int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+/* One matrix of a batch that involves float8. */
+static int f8_matrix(void *kern, const gk_qgemm_problem *p)
+{
+    if (!is_f8(p->a_type) && !is_f8(p->b_type))
+        return int_inputs_f8_output((const gk_qgemm_kernel *)kern, p);
+    return gk_qlinear_float_inputs(p);
+}
+
+int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
 {
     if (p->m <= 0 || p->n <= 0)
         return 0;
-    if (!is_f8(p->a_type) && !is_f8(p->b_type)) {
-        if (!is_f8(p->y_type))
-            return gk_qgemm_run(kern, p);
-        return int_inputs_f8_output(kern, p);
-    }
-    return gk_qlinear_float_inputs(p);
+    if (!is_f8(p->a_type) && !is_f8(p->b_type) && !is_f8(p->y_type))
+        return gk_qgemm_run(kern, p, batch);
+    return gk_qbatch_foreach(p, batch, f8_matrix, (void *)kern);
 }
