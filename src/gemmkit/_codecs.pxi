@@ -3,32 +3,6 @@
 # Included into _core.pyx (numpy already cimported and initialised there).
 from libc.stdint cimport uint8_t, uint16_t
 
-cdef extern from "gemmkit/gk_codecs.h" nogil:
-    enum gk_fp8_format:
-        GK_F8E4M3FN
-        GK_F8E4M3FNUZ
-        GK_F8E5M2
-        GK_F8E5M2FNUZ
-
-    float gk_bf16_to_f32(uint16_t h)
-    uint16_t gk_f32_to_bf16(float f)
-    float gk_f16_to_f32(uint16_t h)
-    uint16_t gk_f32_to_f16(float f)
-
-    float gk_fp8_decode(uint8_t v, int fmt)
-    uint8_t gk_fp8_encode_f32(float x, int fmt, int saturate)
-    uint8_t gk_fp8_encode_f64(double x, int fmt, int saturate)
-    void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt)
-    void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate)
-    void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int saturate)
-    float gk_fp8_max_finite(int fmt)
-
-    void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n)
-    void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n)
-    void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n)
-    void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n)
-
-
 cdef inline int _codec_fmt(int fmt) except -1:
     if fmt < 0 or fmt > 3:
         raise ValueError(f"float8 format must be 0..3 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ), got {fmt}")

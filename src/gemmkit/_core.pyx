@@ -1,8 +1,10 @@
 # cython: language_level=3
 """gemmkit._core: argument normalisation and nogil entry points into the C drivers.
 
-Each op family lives in its own .pxi, included here so that everything shares one
-module (one import, one dispatch table)."""
+Every C declaration is in _core.pxd (Cython reads it first).  Each job has its own .pxi,
+included here so that everything shares one module (one import, one dispatch):
+_dispatch.pxi (cpu_info, GEMMKIT_ISA), _codecs.pxi (codec helpers), _qgemm.pxi
+(matmul_integer, qlinear_matmul; argument normalisation in _qargs.pxi), _gemm.pxi."""
 cimport numpy as cnp
 import numpy as np
 

@@ -1,39 +1,5 @@
 # Dispatch report and override: GEMMKIT_ISA (read once at import), GEMMKIT_NUM_THREADS.
 import os as _os
-from libc.stdint cimport uint16_t
-
-cdef extern from "gemmkit/gk_dispatch.h" nogil:
-    ctypedef struct gk_qgemm_kernel:
-        const char *isa
-        int mr, nr, kstep
-        int a_elem_bytes, b_elem_bytes
-        int smallm_max
-    ctypedef struct gk_gemm_kernel_info "gk_gemm_kernel":
-        const char *isa
-    ctypedef struct gk_codecs_kernel:
-        const char *isa
-        void (*f16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
-        void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n) nogil
-        void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
-        void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n) nogil
-    const gk_codecs_kernel gk_codecs_scalar
-    enum:
-        GK_SELECT_OK
-        GK_SELECT_UNKNOWN
-        GK_SELECT_NOT_COMPILED
-        GK_SELECT_UNSUPPORTED
-    unsigned gk_cpu_features()
-    int gk_cpu_feature_names(const char **names, int cap)
-    int gk_isa_level_count()
-    const char *gk_isa_level_name(int level)
-    int gk_isa_level_compiled(int level)
-    int gk_isa_level_usable(int level)
-    int gk_select_isa(const char *name)
-    int gk_selected_level()
-    const gk_qgemm_kernel *gk_qgemm_active()
-    const gk_gemm_kernel_info *gk_gemm_kernel_for(int dtype)
-    const gk_codecs_kernel *gk_codecs_active()
-    int gk_codecs_kernel_count()
 
 # Gemm element types in cpu_info()'s report (the order of enum gk_gemm_dtype).
 _GEMM_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64",

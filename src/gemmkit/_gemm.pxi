@@ -11,48 +11,6 @@ from cpython.long cimport (PyLong_AsLongLongAndOverflow, PyLong_AsLongAndOverflo
                            PyLong_AsUnsignedLongLong, PyLong_AsDouble)
 import ml_dtypes as _gk_ml_dtypes
 
-cdef extern from "numpy/arrayscalars.h":
-    ctypedef struct PyFloatScalarObject:  # np.float32 (NumPy's own; never an ml_dtypes one)
-        float obval
-
-cdef extern from "gemmkit/gk_gemm.h" nogil:
-    enum:
-        GK_DT_F16
-        GK_DT_BF16
-        GK_DT_F32
-        GK_DT_F64
-        GK_DT_I32
-        GK_DT_U32
-        GK_DT_I64
-        GK_DT_U64
-    enum:
-        GK_GEMM_OK
-        GK_GEMM_ENOMEM
-    ctypedef struct gk_gemm_args:
-        int dtype
-        Py_ssize_t m, n, k
-        const void *a
-        Py_ssize_t a_rs, a_cs
-        const void *b
-        Py_ssize_t b_rs, b_cs
-        const void *c
-        Py_ssize_t c_rs, c_cs
-        void *y
-        Py_ssize_t ldy
-        double alpha, beta
-        uint64_t alpha_u64, beta_u64
-        int alpha_exact, beta_exact
-    int gk_gemm(const gk_gemm_args *args)
-    ctypedef struct gk_gemm_kernel:
-        const char *isa
-        int dtype
-        int acc
-        int mr, nr
-        int mc, kc, nc
-    const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
-    int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
-    const gk_gemm_kernel *const gk_gemm_wide_tile_families[]
-
 cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
 _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
 

@@ -4,67 +4,6 @@
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport uint8_t, uint16_t, int32_t
 
-cdef extern from "gemmkit/gk_codecs.h" nogil:
-    float gk_bf16_to_f32(uint16_t h)
-    float gk_f16_to_f32(uint16_t h)
-
-cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
-    enum:
-        GK_QOUT_I32
-        GK_QOUT_U8
-        GK_QOUT_S8
-    ctypedef struct gk_qgemm_problem:
-        int m, n, k
-        int a_type, b_type, y_type
-        const uint8_t *a
-        ptrdiff_t a_rs, a_cs
-        int a_signed
-        const uint8_t *b
-        ptrdiff_t b_rs, b_cs
-        int b_signed
-        const uint8_t *a_zp
-        ptrdiff_t a_zp_rs
-        const uint8_t *b_zp
-        ptrdiff_t b_zp_cs
-        int32_t out_kind
-        const float *a_scale
-        ptrdiff_t as_rs
-        const float *b_scale
-        ptrdiff_t bs_cs
-        const float *y_scale
-        ptrdiff_t ys_rs, ys_cs
-        const uint8_t *y_zp
-        ptrdiff_t yzp_rs, yzp_cs
-        void *y
-        ptrdiff_t ldy
-    enum:
-        GK_QT_U8
-        GK_QT_S8
-        GK_QT_F8
-    enum:
-        GK_QBATCH_MAXD
-        GK_QB_A
-        GK_QB_B
-        GK_QB_AZP
-        GK_QB_BZP
-        GK_QB_AS
-        GK_QB_BS
-        GK_QB_YS
-        GK_QB_YZP
-        GK_QB_Y
-        GK_QB_NOPS
-    ctypedef struct gk_qbatch:
-        int ndim
-        ptrdiff_t shape[GK_QBATCH_MAXD]
-        ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
-    enum:
-        GK_QGEMM_KCHUNK
-    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                     const gk_qbatch *batch)
-    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                       const gk_qbatch *batch)
-
-
 # Deepest product a kernel sees; deeper ones run chunk by chunk (gk_qgemm_driver.h).
 _QGEMM_KCHUNK = GK_QGEMM_KCHUNK
 

@@ -1,0 +1,166 @@
+# Every C declaration of gemmkit._core, in one place: Cython includes this file into
+# _core.pyx (same module name), so the .pxi files share one set of types and constants.
+# Each block names the contract header (include/gemmkit/) that defines it.
+from libc.stddef cimport ptrdiff_t, size_t
+from libc.stdint cimport uint8_t, uint16_t, int32_t, uint64_t
+
+
+cdef extern from "numpy/arrayobject.h":  # (defines arrayscalars.h's types)
+    ctypedef struct PyFloatScalarObject:  # np.float32 (NumPy's own; never an ml_dtypes one)
+        float obval
+
+
+cdef extern from "gemmkit/gk_codecs.h" nogil:
+    enum gk_fp8_format:
+        GK_F8E4M3FN
+        GK_F8E4M3FNUZ
+        GK_F8E5M2
+        GK_F8E5M2FNUZ
+
+    float gk_bf16_to_f32(uint16_t h)
+    uint16_t gk_f32_to_bf16(float f)
+    float gk_f16_to_f32(uint16_t h)
+    uint16_t gk_f32_to_f16(float f)
+
+    float gk_fp8_decode(uint8_t v, int fmt)
+    uint8_t gk_fp8_encode_f32(float x, int fmt, int saturate)
+    uint8_t gk_fp8_encode_f64(double x, int fmt, int saturate)
+    void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt)
+    void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate)
+    void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int saturate)
+    float gk_fp8_max_finite(int fmt)
+
+    void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n)
+    void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n)
+    void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n)
+    void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n)
+    ctypedef struct gk_codecs_kernel:
+        const char *isa
+        void (*f16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
+        void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n) nogil
+        void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
+        void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n) nogil
+    const gk_codecs_kernel gk_codecs_scalar
+
+
+cdef extern from "gemmkit/gk_qgemm.h" nogil:
+    ctypedef struct gk_qgemm_kernel:
+        const char *isa
+        int mr, nr, kstep
+        int a_elem_bytes, b_elem_bytes
+        int smallm_max
+
+
+cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
+    enum:
+        GK_QOUT_I32
+        GK_QOUT_U8
+        GK_QOUT_S8
+    ctypedef struct gk_qgemm_problem:
+        int m, n, k
+        int a_type, b_type, y_type
+        const uint8_t *a
+        ptrdiff_t a_rs, a_cs
+        int a_signed
+        const uint8_t *b
+        ptrdiff_t b_rs, b_cs
+        int b_signed
+        const uint8_t *a_zp
+        ptrdiff_t a_zp_rs
+        const uint8_t *b_zp
+        ptrdiff_t b_zp_cs
+        int32_t out_kind
+        const float *a_scale
+        ptrdiff_t as_rs
+        const float *b_scale
+        ptrdiff_t bs_cs
+        const float *y_scale
+        ptrdiff_t ys_rs, ys_cs
+        const uint8_t *y_zp
+        ptrdiff_t yzp_rs, yzp_cs
+        void *y
+        ptrdiff_t ldy
+    enum:
+        GK_QT_U8
+        GK_QT_S8
+        GK_QT_F8
+    enum:
+        GK_QBATCH_MAXD
+        GK_QB_A
+        GK_QB_B
+        GK_QB_AZP
+        GK_QB_BZP
+        GK_QB_AS
+        GK_QB_BS
+        GK_QB_YS
+        GK_QB_YZP
+        GK_QB_Y
+        GK_QB_NOPS
+    ctypedef struct gk_qbatch:
+        int ndim
+        ptrdiff_t shape[GK_QBATCH_MAXD]
+        ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
+    enum:
+        GK_QGEMM_KCHUNK
+    int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                     const gk_qbatch *batch)
+    int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                       const gk_qbatch *batch)
+
+
+cdef extern from "gemmkit/gk_gemm.h" nogil:
+    enum:
+        GK_DT_F16
+        GK_DT_BF16
+        GK_DT_F32
+        GK_DT_F64
+        GK_DT_I32
+        GK_DT_U32
+        GK_DT_I64
+        GK_DT_U64
+    enum:
+        GK_GEMM_OK
+        GK_GEMM_ENOMEM
+    ctypedef struct gk_gemm_args:
+        int dtype
+        Py_ssize_t m, n, k
+        const void *a
+        Py_ssize_t a_rs, a_cs
+        const void *b
+        Py_ssize_t b_rs, b_cs
+        const void *c
+        Py_ssize_t c_rs, c_cs
+        void *y
+        Py_ssize_t ldy
+        double alpha, beta
+        uint64_t alpha_u64, beta_u64
+        int alpha_exact, beta_exact
+    int gk_gemm(const gk_gemm_args *args)
+    ctypedef struct gk_gemm_kernel:
+        const char *isa
+        int dtype
+        int acc
+        int mr, nr
+        int mc, kc, nc
+    const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
+    int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
+    const gk_gemm_kernel *const gk_gemm_wide_tile_families[]
+
+
+cdef extern from "gemmkit/gk_dispatch.h" nogil:
+    enum:
+        GK_SELECT_OK
+        GK_SELECT_UNKNOWN
+        GK_SELECT_NOT_COMPILED
+        GK_SELECT_UNSUPPORTED
+    unsigned gk_cpu_features()
+    int gk_cpu_feature_names(const char **names, int cap)
+    int gk_isa_level_count()
+    const char *gk_isa_level_name(int level)
+    int gk_isa_level_compiled(int level)
+    int gk_isa_level_usable(int level)
+    int gk_select_isa(const char *name)
+    int gk_selected_level()
+    const gk_qgemm_kernel *gk_qgemm_active()
+    const gk_codecs_kernel *gk_codecs_active()
+    int gk_codecs_kernel_count()
