@@ -78,8 +78,9 @@ typedef struct gk_qbatch {
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                  const gk_qbatch *batch);
 
-/* Calls fn(ctx, q) for every matrix q of the batch (p itself when batch is NULL), in
- * row-major order of the batch index; stops at and returns the first nonzero result. */
+/* Calls fn(ctx, q) once for every matrix q of the batch (p itself when batch is NULL), as
+ * independent gk_parallel tasks (any order, possibly concurrently: fn must own its
+ * buffers).  Returns 0, or -1 when some call returned nonzero (the others still ran). */
 int gk_qbatch_foreach(const gk_qgemm_problem *p, const gk_qbatch *batch,
                       int (*fn)(void *ctx, const gk_qgemm_problem *q), void *ctx);
 

@@ -21,6 +21,7 @@
 
 #include "gemmkit/gk_qgemm_driver.h"
 #include "core/gk_alloc.h"
+#include "gemmkit/gk_parallel.h"
 
 #define GK_QGEMM_MC_BYTES (256 * 1024)
 #define GK_QGEMM_NC_BYTES (1024 * 1024)
@@ -406,15 +407,50 @@ static int each_matrix(const gk_qgemm_problem *p, const gk_qbatch *c,
     }
 }
 
+/* gk_qbatch_foreach's matrices as gk_parallel tasks: task t is the matrix whose batch
+ * index unravels from t (row-major over c.shape); each call owns its buffers. */
+typedef struct {
+    const gk_qgemm_problem *p;
+    gk_qbatch c;
+    int (*fn)(void *ctx, const gk_qgemm_problem *q);
+    void *ctx;
+    volatile int failed; /* set, never cleared: any failing matrix fails the call */
+} foreach_job;
+
+static void foreach_task(void *arg, ptrdiff_t t, int worker)
+{
+    foreach_job *j = (foreach_job *)arg;
+    ptrdiff_t off[GK_QB_NOPS] = {0};
+    gk_qgemm_problem q;
+    (void)worker;
+    for (int d = j->c.ndim - 1; d >= 0; d--) {
+        const ptrdiff_t i = t % j->c.shape[d];
+        t /= j->c.shape[d];
+        for (int x = 0; x < GK_QB_NOPS; x++)
+            off[x] += i * j->c.stride[x][d];
+    }
+    at_offsets(j->p, off, &q);
+    if (j->fn(j->ctx, &q) != 0)
+        j->failed = 1;
+}
+
 int gk_qbatch_foreach(const gk_qgemm_problem *p, const gk_qbatch *batch,
                       int (*fn)(void *ctx, const gk_qgemm_problem *q), void *ctx)
 {
-    gk_qbatch c;
+    foreach_job j;
+    ptrdiff_t n = 1;
     if (!batch || batch->ndim == 0)
         return fn(ctx, p);
-    if (!coalesce(batch, &c))
+    if (!coalesce(batch, &j.c))
         return 0;
-    return each_matrix(p, &c, fn, ctx);
+    for (int d = 0; d < j.c.ndim; d++)
+        n *= j.c.shape[d]; /* <= the output's element count: fits */
+    j.p = p;
+    j.fn = fn;
+    j.ctx = ctx;
+    j.failed = 0;
+    gk_parallel_for(n, foreach_task, &j);
+    return j.failed ? -1 : 0;
 }
 
 /* fold_batch's answers: the batch cannot fold, folds as it is, or folds once A's
