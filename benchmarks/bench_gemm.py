@@ -21,6 +21,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gemmkit as gk  # noqa: E402
+from _bench_common import cpu_name  # noqa: E402
 
 
 def timed(fns, budget):
@@ -40,18 +41,6 @@ def timed(fns, budget):
                 f()
             res[i].append((time.perf_counter() - t0) / inner)
     return [statistics.median(r) for r in res]
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
 
 
 def ort_gemm(dtype):
@@ -87,8 +76,9 @@ def main(argv=None):
     if args.sizes:
         sizes = [int(v) for v in args.sizes.split(",")]
     info = gk.cpu_info()
-    print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit int8 path "
-          f"{info['isa']}")
+    fams = sorted(set(info["engines"]["gemm"].values()))
+    print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit ISA level "
+          f"{info['isa']}, Gemm families: {','.join(fams)}")
     print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; one thread; medians")
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "
            f"{'ort':>10s} {'ratio':>7s}")

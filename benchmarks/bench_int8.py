@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 import gemmkit as gk
+from _bench_common import cpu_name
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -136,18 +137,6 @@ def time_pair(f_gk, f_ort, budget):
             f_ort()
         to.append((time.perf_counter() - t0) / inner)
     return statistics.median(tg), statistics.median(to)
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
 
 
 def judge(y_gk, y_ort, want):
