@@ -2,6 +2,8 @@
 this folder is on sys.path)."""
 from __future__ import annotations
 
+import os
+
 
 def cpu_name() -> str:
     """The CPU model as the OS names it (lscpu's "Model name"), for the table header."""
@@ -14,3 +16,51 @@ def cpu_name() -> str:
         pass
     import platform
     return platform.processor() or platform.machine()
+
+
+def cpu_class(features) -> str:
+    """The CPU class the issue's targets are set per, from gemmkit's detected features
+    (gk.cpu_info()["features"]: what the CPU has and the OS lets a process use)."""
+    f = set(features)
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "amx-int8" in f:
+        return "AMX class (e.g. Sapphire Rapids)"
+    if "avx512vnni" in f:
+        refused = " (the CPU has AMX, refused to this process)" if "amx_int8" in flags else ""
+        return "AVX-512 VNNI class (e.g. Zen 4)" + refused
+    if "avx2" in f:
+        return "AVX2 class (e.g. Zen 2)" + (" with AVX-VNNI" if "avxvnni" in f else "")
+    return "other"
+
+
+def llc_bytes():
+    """The size of the last-level cache cpu0 sees (Linux sysfs), or None."""
+    import glob
+    best = None
+    for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            with open(os.path.join(d, "type")) as fh:
+                if fh.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(d, "level")) as fh:
+                level = int(fh.read())
+            with open(os.path.join(d, "size")) as fh:
+                s = fh.read().strip()
+        except (OSError, ValueError):
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)
+        try:
+            size = int(s.rstrip("KMG")) * mult
+        except ValueError:
+            continue
+        if best is None or level > best[0]:
+            best = (level, size)
+    return best[1] if best else None
