@@ -3,8 +3,8 @@
 onnxruntime runs single-node InferenceSessions (intra_op_num_threads=1, B as a graph input,
 so neither side can pre-pack B across calls).  Repetitions of the two are interleaved and
 the median is reported, because the machine is shared and noisy.  Where the two outputs
-differ, both are compared with the exact oracle (tests/oracles.py) and the row says which
-one is off: onnxruntime's pre-VNNI x86 kernels (AVX2 / SSE4.1, e.g. Zen 2) add u8 x s8
+differ, both are compared with the exact oracle (tests/oracles.py): "ort err" and the row's
+note say which one is off: onnxruntime's pre-VNNI x86 kernels (AVX2 / SSE4.1, e.g. Zen 2) add u8 x s8
 pairs in a saturating int16 lane, so there its u8s8 rows time an inexact computation.
 
     python benchmarks/bench_int8.py                 # the issue's table on the best path
@@ -12,6 +12,18 @@ pairs in a saturating int16 lane, so there its u8s8 rows time an inexact computa
     python benchmarks/bench_int8.py --quick         # a few cases, fast
     python benchmarks/bench_int8.py --shapes 64x64x64,1x256x256   # chosen M x K x N
     python benchmarks/bench_int8.py --batched       # batched products vs the same rows in 2-D
+    python benchmarks/bench_int8.py --cold          # small-M rows with a cold B every call
+
+The header names the CPU class (AVX2 / AVX-512 VNNI / AMX / other, from gemmkit's detected
+features), each path's instruction peak and one thread's read bandwidth measured in this
+process (benchmarks/c/bench_read_bw.c): B in cache (a buffer sized like the small-M rows' B,
+read again and again) and B cold (a buffer of 4x the last-level cache, evicted before each
+read).  Per row: gemmkit's time, GOP/s, % of the peak, for M <= 16 also % of the matching
+read bandwidth (B's K*N bytes / time; "h" cached: the same B every call, as by default; "c"
+cold: with --cold, where each call gets the next of several copies of B spread over 4x the
+LLC), onnxruntime's time and GOP/s, the ratio (onnxruntime's time / gemmkit's) and "ort err",
+onnxruntime's max abs difference from the exact oracle (0 where it is exact).  --quick, or a
+--budget under 0.1 s, skips the cold bandwidth (unless --cold), for smoke runs under qemu.
 
 --batched times products with a batch dim and a B shared across it, such as models quantized
 by onnxruntime's tool run ((64, 8, 64) @ (64, 128), (64, 1, 768) @ (768, 768)), with
@@ -28,7 +40,7 @@ import time
 import numpy as np
 
 import gemmkit as gk
-from _bench_common import cpu_name
+from _bench_common import cpu_class, cpu_name, llc_bytes
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -77,6 +89,130 @@ class Peaks:
             macs = f(100000)
             best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
         return best
+
+
+SMALL_M = 16  # rows with M <= SMALL_M must be bound by reading B once: quoted against bandwidth
+
+
+class ReadBandwidth:
+    """One thread's read bandwidth, measured in this process with a plain streaming read
+    (benchmarks/c/bench_read_bw.c, built with the C compiler; the widest loads gemmkit
+    detected: zmm, ymm, xmm, or 8-byte words off x86), best of several reads:
+
+    cached(n): an n-byte buffer (sized like the small-M rows' B) read again and again, so it
+      stays in whatever cache level holds n bytes -- as B (model weights) does when the same
+      B comes every call;
+    cold(): a buffer of 4x the last-level cache (at least 64 MB; 256 MB where the LLC size is
+      unknown), with another buffer as large read between the timed reads so that nothing of
+      it is left in the caches -- DRAM bandwidth, as for a B used once.
+
+    Without a compiler it falls back to numpy.sum over the buffer viewed as uint64, marked
+    "(numpy)", which may be compute-bound below the memory's speed."""
+
+    def __init__(self, features):
+        import ctypes
+        import subprocess
+        import tempfile
+        self.kind = "numpy"
+        self.fn = None
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_read_bw.c")
+        so = os.path.join(tempfile.mkdtemp(), "gk_read_bw.so")
+        try:
+            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o",
+                            so], check=True, capture_output=True)
+            lib = ctypes.CDLL(so)
+            name = "generic"
+            if hasattr(lib, "gk_read_xmm"):
+                name = ("zmm" if "avx512f" in features else
+                        "ymm" if "avx2" in features else "xmm")
+            self.fn = getattr(lib, "gk_read_" + name)
+            self.fn.restype = ctypes.c_uint64
+            self.fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
+            self.kind = {"generic": "8-byte", "xmm": "16-byte xmm", "ymm": "32-byte ymm",
+                         "zmm": "64-byte zmm"}[name] + " loads"
+        except (OSError, subprocess.CalledProcessError, AttributeError):
+            self.fn = None
+        self.llc = llc_bytes()
+        self._cached = {}
+        self._cold_bufs = None
+        self.cold_bytes = None
+
+    @staticmethod
+    def buffer(n):
+        """n bytes (n a multiple of 512), 64-byte aligned, written (a calloc'd buffer never
+        written reads the kernel's one zero page, which would stay in L1)."""
+        raw = np.empty(n + 64, np.uint8)
+        off = (-raw.ctypes.data) % 64
+        buf = raw[off:off + n]
+        buf.fill(1)
+        return buf
+
+    def _read(self, buf, reps=1):
+        if self.fn is not None:
+            return self.fn(buf.ctypes.data, buf.size, reps)
+        v = buf.view(np.uint64)
+        for _ in range(reps):
+            v.sum()
+
+    def cached(self, nbytes):
+        """GB/s reading the same nbytes-byte buffer again and again (best of 7)."""
+        n = max(512, nbytes // 512 * 512)
+        if n not in self._cached:
+            buf = self.buffer(n)
+            self._read(buf)
+            t0 = time.perf_counter()
+            self._read(buf)
+            one = time.perf_counter() - t0
+            reps = max(1, int(0.002 / max(one, 1e-8)))
+            best = 0.0
+            for _ in range(7):
+                t0 = time.perf_counter()
+                self._read(buf, reps)
+                best = max(best, n * reps / (time.perf_counter() - t0) / 1e9)
+            self._cached[n] = best
+        return self._cached[n]
+
+    def cold_pool(self):
+        """The cold buffer (read for cold()) and the one read between its reads to evict it;
+        --cold also takes its rows' B matrices from the first, in turn."""
+        if self._cold_bufs is None:
+            n = max(4 * self.llc, 64 << 20) if self.llc else 256 << 20
+            n = min(n, 2 << 30) // 512 * 512
+            self._cold_bufs = (self.buffer(n), self.buffer(n))
+            self.cold_bytes = n
+        return self._cold_bufs
+
+    def cold(self, reps=5):
+        """GB/s reading a buffer larger than the last-level cache that was evicted from all
+        caches just before (best of reps)."""
+        buf, evict = self.cold_pool()
+        best = 0.0
+        for _ in range(reps):
+            self._read(evict)
+            t0 = time.perf_counter()
+            self._read(buf)
+            best = max(best, buf.size / (time.perf_counter() - t0) / 1e9)
+        return best
+
+
+class ColdB:
+    """B matrices for --cold: consecutive K x N views of the cold buffer (total >= 4x the
+    LLC, and >= 2 of them), handed out in turn, one per call of either library, so that
+    each call reads a B last touched a whole buffer ago -- out of every cache."""
+
+    def __init__(self, pool, K, N, dtype):
+        per = K * N
+        count = max(2, pool.size // per)
+        if count * per > pool.size:  # one B larger than half the pool: a pool of its own
+            pool = ReadBandwidth.buffer(-(-count * per // 512) * 512)
+        flat = pool[:count * per].view(dtype)
+        self.views = [flat[i * per:(i + 1) * per].reshape(K, N) for i in range(count)]
+        self.i = 0
+
+    def next(self):
+        b = self.views[self.i]
+        self.i = (self.i + 1) % len(self.views)
+        return b
 
 # (batch, M, K, N): batched A (batch, M, K) @ shared B (K, N), timed against the 2-D
 # (batch * M, K) @ (K, N) with the same rows.
@@ -140,21 +276,52 @@ def time_pair(f_gk, f_ort, budget):
 
 
 def judge(y_gk, y_ort, want):
-    """The note for a row where gemmkit and onnxruntime differ: which one is not exact."""
+    """Both answers against the exact oracle `want` (None where the two answers are equal:
+    then onnxruntime's equals gemmkit's, which the test suite proves exact on every path).
+    Returns (the "ort err" cell: 0 or the max abs difference, the row's note, gemmkit wrong,
+    onnxruntime wrong)."""
     def off(y):
         if y.shape != want.shape:
-            return f"shape {y.shape}"
+            return None, f"shape {y.shape}"
         bad = y != want
         if not bad.any():
-            return None
-        d = np.abs(y.astype(np.int64) - want.astype(np.int64)).max()
-        return f"{int(bad.sum())}/{bad.size} off by <= {int(d)}"
+            return 0, None
+        d = int(np.abs(y.astype(np.int64) - want.astype(np.int64)).max())
+        return d, f"{int(bad.sum())}/{bad.size} off by <= {d}"
+    if want is None:
+        return "0", "", False, False
+    _, gk_note = off(y_gk)
+    ort_d, ort_note = off(y_ort)
     notes = []
-    if off(y_gk):
-        notes.append(f"GEMMKIT WRONG: {off(y_gk)}")
-    if off(y_ort):
-        notes.append(f"ort inexact: {off(y_ort)}")
-    return " (" + "; ".join(notes) + ")"
+    if gk_note:
+        notes.append(f"GEMMKIT WRONG: {gk_note}")
+    if ort_note:
+        notes.append(f"ort: {ort_note}")
+    err = "shape" if ort_d is None else str(ort_d)
+    return err, (" (" + "; ".join(notes) + ")") if notes else "", bool(gk_note), bool(ort_note)
+
+
+HEADER = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
+          f"{'gemmkit':>10s} {'GOP/s':>7s} {'%peak':>6s} {'%bw':>7s} {'ort':>10s} "
+          f"{'GOP/s':>7s} {'ratio':>7s} {'ort err':>8s}")
+
+
+def print_row(head, ops_n, tg, pk, bw, to=None, err="n/a", note=""):
+    """One table row.  pk: the path's peak GOP/s or None; bw: (GB/s, "h" or "c", bytes of B)
+    for a small-M row, else None; to: onnxruntime's time or None."""
+    pct = f"{100 * ops_n / tg / 1e9 / pk:5.1f}%" if pk else "   n/a"
+    if bw is None:
+        bwc = "      -"
+    elif bw[0]:
+        bwc = f"{100 * bw[2] / tg / 1e9 / bw[0]:5.1f}%{bw[1]}"
+    else:
+        bwc = "    n/a"
+    cells = f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} {pct} {bwc} "
+    if to is None:
+        cells += f"{'-':>10s} {'-':>7s} {'-':>7s} {err:>8s}"
+    else:
+        cells += f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x {err:>8s}"
+    print(cells + note, flush=True)
 
 
 def rerun_without_amx(argv):
@@ -188,6 +355,11 @@ def main(argv=None):
                     help="the batched cases (batch x M x K @ K x N) against the same rows "
                          "as one 2-D product, instead of the default table")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per case (about)")
+    ap.add_argument("--cold", action="store_true",
+                    help="time the small-M rows (M <= 16) with a cold B each call: every "
+                         "call, either library's, takes the next of several copies of B "
+                         "spread over a buffer of 4x the last-level cache, and %%bw quotes "
+                         "them against the cold (DRAM) read bandwidth")
     ap.add_argument("--no-amx", action="store_true",
                     help="Linux: refuse AMX to every library in the process (gemmkit and "
                          "onnxruntime), for a VNNI-vs-VNNI comparison as on CPUs without "
@@ -213,21 +385,53 @@ def main(argv=None):
         name, _, val = item.partition("=")
         fixed[name] = float(val)
     peaks = Peaks(fixed)
+    feats = gk.cpu_info()["features"]
     if "GK_BENCH_NO_AMX" in os.environ:
         print("AMX refused to every library in this process (--no-amx)")
-    print(f"CPU: {cpu_name()}; features: {','.join(gk.cpu_info()['features'])}; "
-          f"gemmkit paths usable: {','.join(avail)}")
+    print(f"CPU: {cpu_name()}; class: {cpu_class(feats)}")
+    print(f"features: {','.join(feats)}; gemmkit paths usable: {','.join(avail)}")
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
           f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
           f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
-    hdr = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
-           f"{'gemmkit':>10s} {'GOP/s':>7s} {'%peak':>6s} {'ort':>10s} {'GOP/s':>7s} "
-           f"{'ratio':>7s}")
-    print(hdr)
-    print("-" * len(hdr))
+    for path in paths:
+        pk = peaks(path)
+        print(f"  peak of {path}: " + (f"{pk:.1f} GOP/s" if pk else "n/a"))
     ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])
+    bw = ReadBandwidth(feats)
     if args.batched:
+        print(HEADER)
+        print("-" * len(HEADER))
         return run_batched(ops, paths, peaks, rng, args.budget)
+    # The bandwidths the small-M rows are quoted against, measured now in this process.
+    small = sorted({K * N for (M, K, N) in shapes if M <= SMALL_M})
+    hot = {n: bw.cached(n) for n in (small or [16 << 20])}
+    llc = f"{bw.llc / 2**20:.0f} MB" if bw.llc else "unknown"
+    print(f"read bandwidth, one thread, plain streaming read ({bw.kind}), best of several; "
+          f"last-level cache {llc}:")
+    for n, v in hot.items():
+        print(f"  B in cache (the same {fmt_bytes(n)} buffer read every call): {v:.1f} GB/s")
+    cold_bw = None
+    if args.cold or not (args.quick or args.budget < 0.1):
+        cold_bw = bw.cold(reps=5 if args.budget >= 0.5 else 2)
+        print(f"  B cold ({fmt_bytes(bw.cold_bytes)} buffer, > LLC, evicted by reading another "
+              f"{fmt_bytes(bw.cold_bytes)} before each read): {cold_bw:.1f} GB/s")
+    else:
+        print("  B cold: not measured (--quick or --budget < 0.1; --cold measures it)")
+    if small:
+        if args.cold:
+            print(f"%bw (rows with M <= {SMALL_M}): B's K*N bytes / gemmkit's time as % of the "
+                  f"cold bandwidth (c): --cold hands each call, either library's, the next of "
+                  f"several copies of B spread over {fmt_bytes(bw.cold_bytes)}, so every call "
+                  f"reads B from DRAM")
+        else:
+            print(f"%bw (rows with M <= {SMALL_M}): B's K*N bytes / gemmkit's time as % of the "
+                  f"cached bandwidth for B's size (h): the same B comes every call, as with "
+                  f"model weights (--cold: a fresh B each call, against the cold bandwidth)")
+    print("ort err: max |onnxruntime - exact oracle| (0: onnxruntime's answer equals "
+          "gemmkit's, which the test suite proves exact; otherwise both are checked against "
+          "tests/oracles.py)")
+    print(HEADER)
+    print("-" * len(HEADER))
     ort_inexact = gk_wrong = 0
     for op in ops:
         signs = args.signs.split(",") if op == "MatMulInteger" else ["u8s8", "s8s8", "u8u8"]
@@ -247,26 +451,38 @@ def main(argv=None):
                 B = rng.integers(lo_b, hi_b + 1, (K, N)).astype(tb)
                 azp, bzp = np.array(3, ta), np.array(5, tb)
                 exact = {}
+                sa, sb, sy = (np.array(0.01, np.float32), np.array(0.02, np.float32),
+                              np.array(float(K) * 0.05, np.float32))
+                yzp = np.array(128, np.uint8)
+                is_small = M <= SMALL_M
+                cold = None
+                if args.cold and is_small:
+                    cold = ColdB(bw.cold_pool()[0], K, N, tb)
+                    for v in cold.views:
+                        v[...] = B
+                # Each call takes its B from b(): the one B, or with --cold the next copy.
+                b = (lambda: B) if cold is None else cold.next  # noqa: E731
                 if op == "MatMulInteger":
-                    feeds = {"A": A, "B": B}
-                    f_gk = lambda: gk.matmul_integer(A, B)  # noqa: E731
+                    f_gk = lambda: gk.matmul_integer(A, b())  # noqa: E731
                     f_exact = lambda: oracles.matmul_integer(A, B)  # noqa: E731
+                    f_feeds = lambda: {"A": A, "B": b()}  # noqa: E731
                 else:
-                    sa, sb, sy = (np.array(0.01, np.float32), np.array(0.02, np.float32),
-                                  np.array(float(K) * 0.05, np.float32))
-                    yzp = np.array(128, np.uint8)
-                    feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B,
-                             "b_scale": sb, "b_zero_point": bzp, "y_scale": sy,
-                             "y_zero_point": yzp}
-                    f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
+                    f_gk = lambda: gk.qlinear_matmul(A, sa, azp, b(), sb, bzp, sy, yzp)  # noqa
                     f_exact = lambda: oracles.qlinear_matmul(  # noqa: E731
                         A, sa, azp, B, sb, bzp, sy, yzp)[0]
-                f_ort = (lambda: sess.run(None, feeds)) if sess else None  # noqa: E731
+                    f_feeds = lambda: {"a": A, "a_scale": sa, "a_zero_point": azp,  # noqa
+                                       "b": b(), "b_scale": sb, "b_zero_point": bzp,
+                                       "y_scale": sy, "y_zero_point": yzp}
+                if cold is None:
+                    feeds = f_feeds()
+                    f_ort = (lambda: sess.run(None, feeds)) if sess else None  # noqa: E731
+                else:
+                    f_ort = (lambda: sess.run(None, f_feeds())) if sess else None  # noqa
                 ops_n = 2.0 * M * K * N
-
-                def pct(path, t, ops_n=ops_n):
-                    p = peaks(path)
-                    return f"{100 * ops_n / t / 1e9 / p:5.1f}%" if p else "   n/a"
+                bwr = None
+                if is_small:
+                    bwr = ((cold_bw, "c", K * N) if cold is not None else
+                           (hot.get(max(512, K * N // 512 * 512)), "h", K * N))
                 for path in paths:
                     _core._set_isa(path)
                     if path == "scalar" and ops_n > 2 * 512**3:
@@ -274,26 +490,21 @@ def main(argv=None):
                     head = (f"{op:14s} {sg:5s} {M:5d} {K:5d} {N:5d} {path:11s} ")
                     if f_ort is None:
                         tg, _ = time_pair(f_gk, f_gk, args.budget)
-                        print(f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
-                              f"{pct(path, tg)}   onnxruntime: "
-                              f"not implemented ({sess_err})", flush=True)
+                        print_row(head, ops_n, tg, peaks(path), bwr,
+                                  note=f"   onnxruntime: not implemented ({sess_err})")
                         continue
                     y_gk = f_gk()
                     y_ort = f_ort()[0]
-                    note = ""
+                    want = None
                     if not np.array_equal(y_gk, y_ort):
                         if "y" not in exact:
                             exact["y"] = f_exact()
-                        note = judge(y_gk, y_ort, exact["y"])
-                        if "ort" in note:
-                            ort_inexact += 1
-                        if "GEMMKIT" in note:
-                            gk_wrong += 1
+                        want = exact["y"]
+                    err, note, gk_bad, ort_bad = judge(y_gk, y_ort, want)
+                    ort_inexact += ort_bad
+                    gk_wrong += gk_bad
                     tg, to = time_pair(f_gk, f_ort, args.budget)
-                    print(f"{head}{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} "
-                          f"{pct(path, tg)} "
-                          f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
-                          flush=True)
+                    print_row(head, ops_n, tg, peaks(path), bwr, to, err, note)
                 _core._set_isa("auto")
     if ort_inexact:
         print(f"\nonnxruntime was not exact on {ort_inexact} rows on this CPU (gemmkit exact "
@@ -303,6 +514,13 @@ def main(argv=None):
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
         return 1
     return 0
+
+
+def fmt_bytes(n):
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} B"
 
 
 def run_batched(ops, paths, peaks, rng, budget):
@@ -342,20 +560,15 @@ def run_batched(ops, paths, peaks, rng, budget):
                 for path in paths:
                     _core._set_isa(path)
                     y_gk, y_ort = f_gk(), f_ort()[0]
-                    note = ""
-                    if not np.array_equal(y_gk, y_ort):
-                        note = judge(y_gk, y_ort, f_exact())
-                        gk_wrong += "GEMMKIT" in note
+                    want = None if np.array_equal(y_gk, y_ort) else f_exact()
+                    err, note, gk_bad, _ = judge(y_gk, y_ort, want)
+                    gk_wrong += gk_bad
                     tg, to = time_pair(f_gk, f_ort, budget)
                     times[label, path] = tg
                     if label == "batched":
                         note += f" (batched / 2-D: {tg / times['2-D', path]:.2f})"
-                    p = peaks(path)
-                    pct = f"{100 * ops_n / tg / 1e9 / p:5.1f}%" if p else "   n/a"
-                    print(f"{op:14s} {'u8s8':5s} {mcol:>5s} {K:5d} {N:5d} {path:11s} "
-                          f"{tg * 1e6:8.1f}us {ops_n / tg / 1e9:7.1f} {pct} "
-                          f"{to * 1e6:8.1f}us {ops_n / to / 1e9:7.1f} {to / tg:6.2f}x{note}",
-                          flush=True)
+                    print_row(f"{op:14s} {'u8s8':5s} {mcol:>5s} {K:5d} {N:5d} {path:11s} ",
+                              ops_n, tg, peaks(path), None, to, err, note)
                     _core._set_isa("auto")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
