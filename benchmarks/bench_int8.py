@@ -4,8 +4,9 @@ onnxruntime runs single-node InferenceSessions (intra_op_num_threads=1, B as a g
 so neither side can pre-pack B across calls).  Repetitions of the two are interleaved and
 the median is reported, because the machine is shared and noisy.  Where the two outputs
 differ, both are compared with the exact oracle (tests/oracles.py): "ort err" and the row's
-note say which one is off: onnxruntime's pre-VNNI x86 kernels (AVX2 / SSE4.1, e.g. Zen 2) add u8 x s8
-pairs in a saturating int16 lane, so there its u8s8 rows time an inexact computation.
+note say which one is off: onnxruntime's pre-VNNI x86 kernels (AVX2 / SSE4.1, e.g. Zen 2)
+add u8 x s8 pairs in a saturating int16 lane, so there its u8s8 rows time an inexact
+computation.
 
     python benchmarks/bench_int8.py                 # the issue's table on the best path
     python benchmarks/bench_int8.py --paths all     # every usable gemmkit path
@@ -200,18 +201,19 @@ class ColdB:
     LLC, and >= 2 of them), handed out in turn, one per call of either library, so that
     each call reads a B last touched a whole buffer ago -- out of every cache."""
 
-    def __init__(self, pool, K, N, dtype):
+    def __init__(self, pool, B):
+        K, N = B.shape
         per = K * N
         count = max(2, pool.size // per)
         if count * per > pool.size:  # one B larger than half the pool: a pool of its own
             pool = ReadBandwidth.buffer(-(-count * per // 512) * 512)
-        flat = pool[:count * per].view(dtype)
-        self.views = [flat[i * per:(i + 1) * per].reshape(K, N) for i in range(count)]
+        self.stack = pool[:count * per].view(B.dtype).reshape(count, K, N)
+        self.stack[...] = B  # every copy holds B, so each call's answer is the same
         self.i = 0
 
     def next(self):
-        b = self.views[self.i]
-        self.i = (self.i + 1) % len(self.views)
+        b = self.stack[self.i]
+        self.i = (self.i + 1) % len(self.stack)
         return b
 
 # (batch, M, K, N): batched A (batch, M, K) @ shared B (K, N), timed against the 2-D
@@ -457,9 +459,7 @@ def main(argv=None):
                 is_small = M <= SMALL_M
                 cold = None
                 if args.cold and is_small:
-                    cold = ColdB(bw.cold_pool()[0], K, N, tb)
-                    for v in cold.views:
-                        v[...] = B
+                    cold = ColdB(bw.cold_pool()[0], B)
                 # Each call takes its B from b(): the one B, or with --cold the next copy.
                 b = (lambda: B) if cold is None else cold.next  # noqa: E731
                 if op == "MatMulInteger":
@@ -482,7 +482,7 @@ def main(argv=None):
                 bwr = None
                 if is_small:
                     bwr = ((cold_bw, "c", K * N) if cold is not None else
-                           (hot.get(max(512, K * N // 512 * 512)), "h", K * N))
+                           (hot.get(K * N), "h", K * N))
                 for path in paths:
                     _core._set_isa(path)
                     if path == "scalar" and ops_n > 2 * 512**3:
@@ -526,8 +526,8 @@ def fmt_bytes(n):
 def run_batched(ops, paths, peaks, rng, budget):
     """The BATCHED cases, u8 x s8: each as (batch, M, K) @ (K, N) and as the same rows in
     one (batch * M, K) @ (K, N) product.  QLinearMatMul uses a per-column b scale and zero
-    point (per-tensor a and y) in every row.  Rows print the default table's columns; M is "batch x M"
-    for the batched call, whose note gives its time over the 2-D call's."""
+    point (per-tensor a and y) in every row.  Rows print the default table's columns; M is
+    "batch x M" for the batched call, whose note gives its time over the 2-D call's."""
     gk_wrong = 0
     for op in ops:
         sess = ort_session(op, np.uint8, np.int8, np.uint8)
