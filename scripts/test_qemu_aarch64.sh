@@ -59,28 +59,8 @@ while IFS='|' read -r name flags pattern; do
 done < <(GEMMKIT_TARGET_ARCH=arm64 python setup.py print-isa-groups)
 shopt -u nullglob
 
-# tiny report program: detected features and the ISA the dispatcher picks
-cat > "$BUILD/gk_isa_report.c" <<'EOF'
-#include <stdio.h>
-#include "gemmkit/gk_dispatch.h"
-int main(void)
-{
-    const char *names[32];
-    int n = gk_cpu_feature_names(names, 32);
-    printf("features=");
-    for (int i = 0; i < n; i++)
-        printf("%s%s", i ? "," : "", names[i]);
-    printf(" active=%s usable=", gk_active_isa());
-    for (int i = 0, first = 1; i < gk_qgemm_kernel_count(); i++)
-        if (gk_qgemm_kernel_usable(i)) {
-            printf("%s%s", first ? "" : ",", gk_qgemm_kernel_at(i)->isa);
-            first = 0;
-        }
-    printf("\n");
-    return 0;
-}
-EOF
-compile -- "$BUILD/gk_isa_report.c"
+# the report program (tests/c/gk_isa_report.c): detected features, the chosen path
+compile -- tests/c/gk_isa_report.c
 report_obj=${objs[-1]}
 unset 'objs[-1]'
 compile -- "$TEST_SRC"
