@@ -66,15 +66,22 @@ def wrap(x, dt):
     return x - (1 << bits) if dt.kind == "i" and x >= 1 << (bits - 1) else x
 
 
+def _oracle_operands(A, B, C, beta, ta, tb):
+    """A', B' as Python-int object arrays, C broadcast to (M, N) (None when it is not
+    read: absent or beta == 0), and an empty (M, N) object output."""
+    Ao = (A.T if ta else A).astype(object)
+    Bo = (B.T if tb else B).astype(object)
+    M, N = Ao.shape[0], Bo.shape[1]
+    Cb = None if C is None or beta == 0 else np.broadcast_to(C, (M, N))
+    return Ao, Bo, Cb, np.empty((M, N), dtype=object)
+
+
 def exact_oracle(A, B, C, alpha, beta, ta=0, tb=0):
     """alpha, beta: Python ints.  Exact big-int arithmetic, then wrap."""
     dt = A.dtype
-    Ao = (A.T if ta else A).astype(object)
-    Bo = (B.T if tb else B).astype(object)
+    Ao, Bo, Cb, out = _oracle_operands(A, B, C, beta, ta, tb)
     M, K = Ao.shape
     N = Bo.shape[1]
-    out = np.empty((M, N), dtype=object)
-    Cb = None if C is None or beta == 0 else np.broadcast_to(C, (M, N))
     for i in range(M):
         for j in range(N):
             v = alpha * sum(Ao[i, k] * Bo[k, j] for k in range(K))
@@ -88,12 +95,9 @@ def float_path_oracle(A, B, C, alpha, beta, ta=0, tb=0):
     """The onnx reference's float path: Y = cast(double(dot wrapped) * double(alpha)
     + double(C) * double(beta)), cast = trunc then wrap, NaN/inf -> 0."""
     dt = A.dtype
-    Ao = (A.T if ta else A).astype(object)
-    Bo = (B.T if tb else B).astype(object)
+    Ao, Bo, Cb, out = _oracle_operands(A, B, C, beta, ta, tb)
     M, K = Ao.shape
     N = Bo.shape[1]
-    out = np.empty((M, N), dtype=object)
-    Cb = None if C is None or beta == 0 else np.broadcast_to(C, (M, N))
     fa, fb = float(alpha), float(beta)
     for i in range(M):
         for j in range(N):
