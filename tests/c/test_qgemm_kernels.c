@@ -281,6 +281,12 @@ static void test_family(const gk_qgemm_kernel *kr)
         one_case(kr, m, rnd_in(4000, 9000), rnd_in(20, 70), LAY_ROW, LAY_ROW, 0,
                  (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1),
                  rnd_in(0, 2));
+    /* the small-M accumulator chunk (gk_x86_smallm_accbuf: 384 KB of int32 rows) ends
+     * inside N: 1 row + column sums = 49152 columns, 16 + 1 rows = 5760 columns */
+    for (int z = 1; z <= 2; z++) {
+        one_case(kr, 1, 49152 + 70, 37, LAY_ROW, LAY_ROW, 0, 0, 0x80, GK_QOUT_I32, 0, z);
+        one_case(kr, 16, 5760 + 33, 21, LAY_ROW, LAY_ROW, 0, 0x80, 0, GK_QOUT_U8, 1, z);
+    }
     printf("  %-12s mr=%d nr=%d kstep=%d smallm_max=%d: %s\n", kr->isa, kr->mr, kr->nr, kr->kstep,
            kr->smallm_max, n_fail == before ? "ok" : "FAILED");
 }

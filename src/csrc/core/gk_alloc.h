@@ -15,6 +15,11 @@ static inline void *gk_aligned_alloc(size_t n)
 }
 static inline void gk_aligned_free(void *p) { free(p); }
 #endif
+/* Scratch for one call (src/csrc/core/gk_scratch.c): 64-byte aligned like
+ * gk_aligned_alloc, but freed blocks (up to a few MB) are kept and handed out again, so
+ * repeated calls do not fault their buffers in again.  Thread-safe.  NULL on failure. */
+void *gk_scratch_alloc(size_t n);
+void gk_scratch_free(void *p);
 /* Round x up to a multiple of 64 bytes, so sub-buffers carved from one block stay aligned. */
 static inline size_t gk_round64(size_t x) { return (x + 63) & ~(size_t)63; }
 #endif

@@ -166,6 +166,9 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
 
 #define GK_SMQ_W 64
 #define GK_SMQ_DPBUSD(acc, u8, s8) _mm512_dpbusd_epi32(acc, u8, s8)
+#if GK_GCC && GK_GNU_ASM /* gcc 12 copies intrinsic accumulators (see the micro-kernel) */
+#define GK_SMQ_DPBUSD_TO(acc, x, y) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(y))
+#endif
 #define GK_SMQ_NAME gk_qgemm_u8s8_avx512vnni_smallm
 #include "gk_qsmallm_quad.inc"
 

@@ -84,6 +84,9 @@
 
 #define GK_SMQ_W 32
 #define GK_SMQ_DPBUSD(acc, u8, s8) _mm256_dpbusd_avx_epi32(acc, u8, s8)
+#if GK_GCC && GK_GNU_ASM /* gcc 12 copies intrinsic accumulators (see the micro-kernel) */
+#define GK_SMQ_DPBUSD_TO(acc, x, y) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(y))
+#endif
 #define GK_SMQ_NAME gk_qgemm_u8s8_avxvnni_smallm
 #include "gk_qsmallm_quad.inc"
 

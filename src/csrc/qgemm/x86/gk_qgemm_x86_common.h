@@ -33,6 +33,7 @@
 
 #include "core/gk_compiler.h"
 #include "gemmkit/gk_qgemm.h"
+#include "core/gk_alloc.h"
 
 static inline int gk_x86_round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -107,6 +108,35 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
  * family's smallm_max: up to 16 rows streaming B once beats packing (measured, K = N =
  * 256..4096: M = 16 in about half the packed time). */
 #define GK_X86_SMALLM_MAX 16
+
+/* The int32 accumulator rows of the small-M paths: rows x nc_max columns, nc_max a
+ * multiple of w.  Wide enough that B is read in long runs per row: a chunk of a few
+ * hundred columns makes every pass a column strip over all K rows (one 4 KB page per
+ * row and step), which measured 1.4x slower at M = 16, K = N = 4096 than full rows.
+ * Up to GK_X86_SMALLM_ACC_BYTES (inside a 512 KB L2 next to the B lines in flight);
+ * taken from the caller's stack buffer when it fits there, else from the scratch blocks
+ * (*heap, to be freed with gk_scratch_free), else, if that fails, the stack buffer with fewer
+ * columns (same results, slower).  nc_cap bounds the chunk (0: none). */
+#define GK_X86_SMALLM_ACC_BYTES (384 * 1024)
+static inline int32_t *gk_x86_smallm_accbuf(int rows, int n, int w, int nc_cap, int32_t *stk,
+                                            size_t stk_bytes, int32_t **heap, int *nc_max)
+{
+    int nc = GK_X86_SMALLM_ACC_BYTES / 4 / rows / w * w;
+    int nw = (n + w - 1) / w * w;
+    if (nc_cap > 0 && nc > nc_cap)
+        nc = nc_cap;
+    if (nc > nw)
+        nc = nw;
+    *heap = NULL;
+    if ((size_t)rows * (size_t)nc * 4 > stk_bytes)
+        *heap = (int32_t *)gk_scratch_alloc((size_t)rows * (size_t)nc * 4);
+    if (!*heap) {
+        int ns = (int)(stk_bytes / 4 / (size_t)rows) / w * w;
+        nc = nc < ns ? nc : ns;
+    }
+    *nc_max = nc;
+    return *heap ? *heap : stk;
+}
 
 /* Small-M helpers.  Whether the column sums of b' are needed at all: za == 0 on every
  * row multiplies them by zero. */
