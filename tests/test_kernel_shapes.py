@@ -74,3 +74,26 @@ def test_depth_around_the_chunk_exact(isa):
         b = rng.integers(-128, 128, (k, 3)).astype(S8)
         np.testing.assert_array_equal(gk.matmul_integer(a, b, np.uint8(7), np.int8(-3)),
                                       o.matmul_integer(a, b, np.uint8(7), np.int8(-3)))
+
+
+@pytest.mark.parametrize("offset", [1, 16, 48, 63])
+def test_small_m_b_at_every_alignment(isa, offset):
+    """B rows 64-byte multiples long but starting off a cache line: the small-M paths run
+    the columns up to the first line boundary as a chunk of their own (all sign mixes,
+    with and without zero points, N a multiple of 64 and not)."""
+    gk = pytest.importorskip("gemmkit")
+    rng = np.random.default_rng(offset)
+    for n in (64, 320, 4096 + 64):
+        for m in (1, 3, 16):
+            for ta, tb in ((U8, S8), (S8, U8)):
+                k = 35
+                buf = np.empty(k * n + 64, np.uint8)
+                start = (-buf.ctypes.data + offset) % 64
+                b = buf[start:start + k * n].view(tb).reshape(k, n)
+                b[...] = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (k, n))
+                assert b.ctypes.data % 64 == offset
+                a = rand_extreme(rng, (m, k), ta)
+                for zps in ((), (ta(3), tb(-1 if tb == S8 else 200))):
+                    np.testing.assert_array_equal(gk.matmul_integer(a, b, *zps),
+                                                  o.matmul_integer(a, b, *zps),
+                                                  err_msg=str((m, n, offset, zps)))
