@@ -467,8 +467,8 @@ def simd_modes():
 
 def test_simd_path_active_where_cpu_has_it():
     """Where the F16C/AVX2 code is built in, the CPU has AVX2 and F16C and the selected
-    level (GEMMKIT_ISA) is avx2 or above, the bulk conversions must take it; elsewhere
-    they must not."""
+    level (GEMMKIT_ISA) is avx2 or above, the bulk conversions must take a SIMD family (the
+    AVX-512 one at avx512vnni and above); elsewhere they must not."""
     import gemmkit
     if not core._codecs_simd_compiled():
         assert core._codecs_simd_active() is False
@@ -480,10 +480,15 @@ def test_simd_path_active_where_cpu_has_it():
     except OSError:
         pytest.skip("no /proc/cpuinfo to compare the detection with")
     levels = core._levels()
-    allowed = levels.index(gemmkit.cpu_info()["isa"]) >= levels.index("avx2")
+    info = gemmkit.cpu_info()
+    allowed = levels.index(info["isa"]) >= levels.index("avx2")
     want = "avx2" in flags and "f16c" in flags and allowed
     assert core._codecs_simd_active() is want
-    assert gemmkit.cpu_info()["engines"]["codecs"] == ("avx2" if want else "scalar")
+    # the AVX-512 family (F/BW/VL code in the avx512vnni group) from that level up
+    zmm = "avx512vnni" in levels and levels.index(info["isa"]) >= levels.index("avx512vnni") \
+        and "avx512vnni" in info["compiled"]
+    expect = "avx512vnni" if (want and zmm) else ("avx2" if want else "scalar")
+    assert info["engines"]["codecs"] == expect
 
 
 def test_isa_level_caps_the_codecs_engine():

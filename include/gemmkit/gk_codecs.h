@@ -125,13 +125,53 @@ typedef struct gk_codecs_kernel {
     void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n);
     void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n);
+    /* float8 (fmt: enum gk_fp8_format) <-> float32, as gk_fp8_decode / gk_fp8_encode_f32 */
+    void (*fp8_to_f32_n)(const uint8_t *src, float *dst, size_t n, int fmt);
+    void (*f32_to_fp8_n)(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
 } gk_codecs_kernel;
 
-/* The scalar family: the inline conversions above in loops (src/csrc/codecs/gk_f16.c);
+/* The scalar family: the inline conversions above in loops (src/csrc/codecs/scalar/);
  * every other family is bit-identical to it, NaN payloads included. */
 extern const gk_codecs_kernel gk_codecs_scalar;
-/* F16C/AVX2 (src/csrc/codecs/x86/gk_f16_avx2.c), compiled in where GK_HAVE_AVX2. */
+/* F16C/AVX2 (src/csrc/codecs/x86/gk_f16_avx2.c, gk_fp8_avx2.c), where GK_HAVE_AVX2. */
 extern const gk_codecs_kernel gk_codecs_avx2;
+/* AVX-512 F/BW/VL (src/csrc/codecs/x86/gk_f16_avx512vnni.c, gk_fp8_avx512vnni.c), built in
+ * the avx512vnni group (the build's AVX-512 group), where GK_HAVE_AVX512VNNI. */
+extern const gk_codecs_kernel gk_codecs_avx512vnni;
+
+/* ---- gemmkit.cast: any strided array of one float type into another (gk_cast.c) ---- */
+enum gk_cast_type {
+    GK_CT_F32 = 0,
+    GK_CT_F64 = 1,
+    GK_CT_F16 = 2,
+    GK_CT_BF16 = 3,
+    GK_CT_F8 = 4, /* GK_CT_F8 + enum gk_fp8_format: 4..7 */
+    GK_CT_COUNT = 8
+};
+#define GK_CAST_MAXD 64 /* NumPy's NPY_MAXDIMS (64 since NumPy 2) */
+
+typedef struct gk_cast_args {
+    int src_type, dst_type; /* enum gk_cast_type */
+    int saturate;           /* float8 destinations only (ONNX Cast's saturate) */
+    int ndim;               /* 0..GK_CAST_MAXD; shape[i] >= 0 */
+    ptrdiff_t shape[GK_CAST_MAXD];
+    ptrdiff_t src_stride[GK_CAST_MAXD], dst_stride[GK_CAST_MAXD]; /* bytes, any sign */
+    const void *src;
+    void *dst; /* must not overlap src unless it is the very same elements (same strides) */
+} gk_cast_args;
+
+/* Converts every element with one rounding from the exact source value: RNE; float8
+ * destinations as gk_fp8_encode_f32/f64 (saturate or not); float16/bfloat16/float32
+ * destinations overflow to inf; NaN stays NaN with its sign (payload: the top bits that
+ * fit, quiet bit set).  float64 sources round directly (never through float32).
+ * Runs the given codecs family; no allocation (a stack buffer of a few KB). */
+void gk_cast_run(const gk_codecs_kernel *kern, const gk_cast_args *args);
+
+/* float64 -> float32 / float16 / bfloat16 bits, RNE from the exact value, overflow to inf,
+ * NaN quiet with sign and top payload bits.  Integer arithmetic only (MXCSR ignored). */
+uint32_t gk_f64_to_f32_bits(double x);
+uint16_t gk_f64_to_f16(double x);
+uint16_t gk_f64_to_bf16(double x);
 
 #ifdef __cplusplus
 }

@@ -150,3 +150,117 @@ def _f32_to_bf16(x, bint simd=True):
     with nogil:
         _codecs_family(simd).f32_to_bf16_n(src, dst, n)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# gemmkit.cast: the public conversion between the float types gemmkit knows.
+import ml_dtypes as _cast_ml_dtypes
+
+# dtype -> gk_cast_type; also the order of the names in messages
+_CAST_TYPES = {
+    np.dtype(np.float32): GK_CT_F32,
+    np.dtype(np.float64): GK_CT_F64,
+    np.dtype(np.float16): GK_CT_F16,
+    np.dtype(_cast_ml_dtypes.bfloat16): GK_CT_BF16,
+    np.dtype(_cast_ml_dtypes.float8_e4m3fn): GK_CT_F8 + GK_F8E4M3FN,
+    np.dtype(_cast_ml_dtypes.float8_e4m3fnuz): GK_CT_F8 + GK_F8E4M3FNUZ,
+    np.dtype(_cast_ml_dtypes.float8_e5m2): GK_CT_F8 + GK_F8E5M2,
+    np.dtype(_cast_ml_dtypes.float8_e5m2fnuz): GK_CT_F8 + GK_F8E5M2FNUZ,
+}
+_CAST_NAMES = ", ".join(str(d) for d in _CAST_TYPES)
+# names np.dtype() does not know on its own
+_CAST_ALIASES = {str(d): d for d in _CAST_TYPES}
+
+
+cdef object _cast_dtype(object dtype):
+    """The np.dtype a `dtype` argument names (a dtype, a type such as ml_dtypes.bfloat16, or a
+    name such as "float8_e4m3fn"); TypeError otherwise."""
+    if isinstance(dtype, str) and dtype in _CAST_ALIASES:
+        return _CAST_ALIASES[dtype]
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in _CAST_TYPES:
+        raise TypeError(f"cast: dtype must be one of {_CAST_NAMES}; got {dtype!r}")
+    return dt
+
+
+def cast(x, dtype=None, saturate=True, out=None):
+    """Convert an array between float32, float64, float16, bfloat16 and the four float8
+    formats (``ml_dtypes.float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``,
+    ``float8_e5m2fnuz``) with ONNX Cast semantics.
+
+    Every element is rounded once, to nearest even, from its exact value (float64 input
+    included: it is never rounded through float32).  ``saturate`` (ONNX Cast's attribute,
+    opset 19+) applies to float8 destinations only: True clamps values whose rounded
+    magnitude exceeds the largest finite value, and +-inf, to +-max finite; False gives
+    +-inf in float8_e5m2 and NaN in the other float8 formats.  NaN stays NaN (in the fnuz
+    formats the one NaN code 0x80).  float16/bfloat16/float32 destinations overflow to +-inf
+    as IEEE rounding does; NaN keeps its sign and its top payload bits, quieted.
+
+    x: array-like of one of those dtypes, any shape and strides.  dtype: the destination
+    type (a dtype, a type such as ``ml_dtypes.bfloat16``, or its name); may be omitted when
+    ``out`` is given.  out: optional array of that dtype and x's shape (any strides), written
+    and returned.  Without it the result has x's memory order (as ``astype``).
+    The GIL is released during the conversion."""
+    cdef gk_cast_args args
+    cdef int i, sat
+    if out is not None and not isinstance(out, np.ndarray):
+        raise TypeError(f"cast: out must be a numpy.ndarray, got {type(out).__name__}")
+    if dtype is None:
+        if out is None:
+            raise TypeError("cast: dtype is required when out is not given")
+        dt = out.dtype
+        if dt not in _CAST_TYPES:
+            raise TypeError(f"cast: out has dtype {dt}; supported: {_CAST_NAMES}")
+    else:
+        dt = _cast_dtype(dtype)
+    if isinstance(saturate, (bool, np.bool_)) or (
+            isinstance(saturate, (int, np.integer)) and saturate in (0, 1)):
+        sat = 1 if saturate else 0
+    else:
+        raise TypeError(f"cast: saturate must be a bool (or 0/1), got {saturate!r}")
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype not in _CAST_TYPES:
+        raise TypeError(f"cast: x has dtype {a.dtype}, shape {a.shape}; supported dtypes: "
+                        f"{_CAST_NAMES}")
+    if out is None:
+        out = np.empty_like(a, dtype=dt)
+    else:
+        if out.dtype != dt:
+            raise TypeError(f"cast: out has dtype {out.dtype} but dtype is {dt}")
+        if out.shape != a.shape:
+            raise ValueError(f"cast: out has shape {out.shape} but x has shape {a.shape}; "
+                             "they must be equal")
+        if not out.flags.writeable:
+            raise ValueError(f"cast: out (shape {out.shape}, dtype {out.dtype}) is read-only")
+        if a.size and np.may_share_memory(a, out):
+            # The same elements in place (same strides, same element size) convert element by
+            # element; any other overlap would read what was already written: copy x first.
+            if not (a.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+                    and a.strides == out.strides and a.itemsize == out.itemsize):
+                a = a.copy()
+    args.src_type = _CAST_TYPES[a.dtype]
+    args.dst_type = _CAST_TYPES[dt]
+    args.saturate = sat
+    args.ndim = a.ndim
+    for i in range(a.ndim):
+        args.shape[i] = a.shape[i]
+        args.src_stride[i] = a.strides[i]
+        args.dst_stride[i] = out.strides[i]
+    args.src = cnp.PyArray_DATA(a)
+    args.dst = cnp.PyArray_DATA(out)
+    with nogil:
+        gk_cast_run(gk_codecs_active(), &args)
+    return out
+
+
+def _cast_f64_scalar(double x, int dst_type):
+    """One float64 through the direct narrowing helpers (tests): float32 bits, float16 or
+    bfloat16 code."""
+    if dst_type == GK_CT_F32:
+        return gk_f64_to_f32_bits(x)
+    if dst_type == GK_CT_F16:
+        return gk_f64_to_f16(x)
+    return gk_f64_to_bf16(x)

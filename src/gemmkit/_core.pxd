@@ -2,7 +2,7 @@
 # _core.pyx (same module name), so the .pxi files share one set of types and constants.
 # Each block names the contract header (include/gemmkit/) that defines it.
 from libc.stddef cimport ptrdiff_t, size_t
-from libc.stdint cimport uint8_t, uint16_t, int32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, int32_t, uint32_t, uint64_t
 
 
 cdef extern from "numpy/arrayobject.h":  # (defines arrayscalars.h's types)
@@ -40,7 +40,32 @@ cdef extern from "gemmkit/gk_codecs.h" nogil:
         void (*f32_to_f16_n)(const float *src, uint16_t *dst, size_t n) nogil
         void (*bf16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil
         void (*f32_to_bf16_n)(const float *src, uint16_t *dst, size_t n) nogil
+        void (*fp8_to_f32_n)(const uint8_t *src, float *dst, size_t n, int fmt) nogil
+        void (*f32_to_fp8_n)(const float *src, uint8_t *dst, size_t n, int fmt,
+                             int saturate) nogil
     const gk_codecs_kernel gk_codecs_scalar
+
+    enum gk_cast_type:
+        GK_CT_F32
+        GK_CT_F64
+        GK_CT_F16
+        GK_CT_BF16
+        GK_CT_F8
+    enum:
+        GK_CAST_MAXD
+    ctypedef struct gk_cast_args:
+        int src_type, dst_type
+        int saturate
+        int ndim
+        ptrdiff_t shape[GK_CAST_MAXD]
+        ptrdiff_t src_stride[GK_CAST_MAXD]
+        ptrdiff_t dst_stride[GK_CAST_MAXD]
+        const void *src
+        void *dst
+    void gk_cast_run(const gk_codecs_kernel *kern, const gk_cast_args *args)
+    uint32_t gk_f64_to_f32_bits(double x)
+    uint16_t gk_f64_to_f16(double x)
+    uint16_t gk_f64_to_bf16(double x)
 
 
 cdef extern from "gemmkit/gk_qgemm.h" nogil:

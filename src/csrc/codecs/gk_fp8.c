@@ -1,6 +1,9 @@
 /* The four ONNX float8 formats: an exact decode table and round-to-nearest-even encoders
- * from float32 and float64, saturating or not.  Portable C, no dispatch. */
+ * from float32 and float64, saturating or not.  The bulk float32 loops run the codecs
+ * family the dispatch picked (gk_codecs_active()); the float64 loop is scalar. */
 #include "gemmkit/gk_codecs.h"
+#include "gemmkit/gk_dispatch.h"
+#include "codecs/gk_codecs_impl.h"
 
 #include <math.h>
 
@@ -46,22 +49,6 @@ const float gk_fp8_decode_table[4][256] = {
 
 /* ---------------------------------------------------------------------------------------
  * Encoder.  Works on the source's bit fields, so rounding is from the exact input value. */
-typedef struct {
-    unsigned mbits;   /* stored mantissa bits: 3 or 2 */
-    int bias;         /* exponent bias */
-    unsigned max_mag; /* magnitude code (sign cleared) of the largest finite value */
-    unsigned nan;     /* NaN code for a positive input; sign is OR-ed in unless fnuz */
-    unsigned ovf;     /* non-saturating overflow / inf result, sign OR-ed in unless fnuz */
-    int fnuz;         /* 0x80 is NaN: no -0, NaN and overflow carry no sign */
-} gk_fp8_params;
-
-static const gk_fp8_params gk_fp8_fmt[GK_FP8_NFORMATS] = {
-    /* E4M3FN   */ {3, 7, 0x7eu, 0x7fu, 0x7fu, 0},
-    /* E4M3FNUZ */ {3, 8, 0x7fu, 0x80u, 0x80u, 1},
-    /* E5M2     */ {2, 15, 0x7bu, 0x7eu, 0x7cu, 0},
-    /* E5M2FNUZ */ {2, 16, 0x7fu, 0x80u, 0x80u, 1},
-};
-
 static const float gk_fp8_max[GK_FP8_NFORMATS] = {448.0f, 240.0f, 57344.0f, 57344.0f};
 
 float gk_fp8_max_finite(int fmt) { return gk_fp8_max[fmt]; }
@@ -75,96 +62,54 @@ static inline uint64_t gk_rne_shift_u64(uint64_t x, unsigned s)
 
 /* Encode a binary floating-point value given as its sign (0 or 0x80) and magnitude bits
  * `mag` (exponent field above P mantissa bits, exponent field width EW, bias SB).
- * Requires P - p->mbits >= 1 (true for float32 and float64 sources) and EW <= 11. */
+ * Requires P - p.mbits >= 1 (true for float32 and float64 sources) and EW <= 11. */
 static inline uint8_t gk_fp8_encode_bits(unsigned sign, uint64_t mag, unsigned P, unsigned EW,
-                                         int SB, const gk_fp8_params *p, int saturate)
+                                         int SB, gk_fp8_params p, int saturate)
 {
     const uint64_t man = mag & ((UINT64_C(1) << P) - 1u);
     const unsigned efield = (unsigned)(mag >> P); /* < 2^EW */
-    const unsigned sgn_nan = p->fnuz ? 0u : sign;
-    const unsigned max_efield = 0x7fu >> p->mbits; /* all-ones exponent field of the fp8 */
+    const unsigned sgn_nan = p.fnuz ? 0u : sign;
+    const unsigned max_efield = 0x7fu >> p.mbits; /* all-ones exponent field of the fp8 */
     uint64_t code;
     int e8;
 
     if (efield == (1u << EW) - 1u) {
         if (man)
-            return (uint8_t)(p->nan | sgn_nan);
-        return (uint8_t)(saturate ? (sign | p->max_mag) : (p->ovf | sgn_nan));
+            return (uint8_t)(p.nan | sgn_nan);
+        return (uint8_t)(saturate ? (sign | p.max_mag) : (p.ovf | sgn_nan));
     }
     /* Zero and source subnormals (< 2^-126 for float32) lie far below half the smallest fp8
      * subnormal (>= 2^-18), so they round to zero. */
     if (efield == 0u)
-        return (uint8_t)(p->fnuz ? 0u : sign);
+        return (uint8_t)(p.fnuz ? 0u : sign);
 
     /* fp8 biased exponent of x when it is normal there; |e8| <= 2^11 so no int overflow. */
-    e8 = (int)efield - SB + p->bias;
+    e8 = (int)efield - SB + p.bias;
     if (e8 > (int)max_efield) {
         code = 0x80u; /* exponent beyond every fp8 code: any value > 0x7f means overflow */
     } else if (e8 >= 1) {
         /* (e8 << P | man) rounded at bit P - mbits: the rounding carry runs from the mantissa
          * into the exponent, which is exactly RNE with an unbounded exponent. Fits: e8 <= 31,
          * P <= 52. */
-        code = gk_rne_shift_u64(((uint64_t)e8 << P) | man, P - p->mbits);
+        code = gk_rne_shift_u64(((uint64_t)e8 << P) | man, P - p.mbits);
     } else {
         /* fp8 subnormal: the full significand (implicit bit restored, < 2^(P+1)) is shifted
          * by the extra 1 - e8 places.  With shift >= P + 2 the quotient is < 1/2: zero.  A
          * carry out of the subnormal range yields the smallest normal code, as it should. */
-        unsigned shift = P - p->mbits + (unsigned)(1 - e8);
+        unsigned shift = P - p.mbits + (unsigned)(1 - e8);
         if (shift > P + 1u)
             code = 0u;
         else
             code = gk_rne_shift_u64(man | (UINT64_C(1) << P), shift);
     }
-    if (code > p->max_mag)
-        return (uint8_t)(saturate ? (sign | p->max_mag) : (p->ovf | sgn_nan));
-    if (code == 0u && p->fnuz)
+    if (code > p.max_mag)
+        return (uint8_t)(saturate ? (sign | p.max_mag) : (p.ovf | sgn_nan));
+    if (code == 0u && p.fnuz)
         return 0u;
     return (uint8_t)(sign | (unsigned)code);
 }
 
-/* float32 form of gk_fp8_encode_bits, written with selects instead of branches on the value's
- * range (the bulk loop runs on data whose range is unpredictable).  Same results. */
-static inline uint8_t gk_fp8_encode_f32_p(float x, const gk_fp8_params *p, int saturate)
-{
-    const uint32_t u = gk_f32_to_bits(x);
-    const uint32_t sign = (u >> 24) & 0x80u;
-    const uint32_t a = u & 0x7fffffffu;
-    const uint32_t s = 23u - p->mbits;                    /* dropped mantissa bits: 20 or 21 */
-    const uint32_t min_normal = (uint32_t)(128 - p->bias) << 23; /* 2^(1-bias) as f32 bits */
-    uint32_t r, normal, full, sh, q, rem, sub, code;
-
-    /* a >= min_normal: rebias the exponent (127 -> bias) in place and round the low s bits;
-     * a rounding carry moves into the exponent (RNE with unbounded exponent).  a < 2^31 and
-     * the rebias subtracts >= 2^23, so no wrap.  (Computed for every a; unsigned wrap when
-     * a < min_normal is harmless, the value is not selected.) */
-    r = a - ((uint32_t)(127 - p->bias) << 23);
-    normal = (r + ((1u << (s - 1u)) - 1u) + ((r >> s) & 1u)) >> s;
-
-    /* a < min_normal: the 24-bit significand over 2^sh, sh = s + (e_min - e) >= s + 1; from
-     * sh >= 25 the quotient is < 1/2 and rounds to 0, so clamping sh at 31 changes nothing.
-     * float32 zeros/subnormals land here with sh clamped: result 0. */
-    full = (a & 0x7fffffu) | 0x800000u;
-    sh = s + (min_normal >> 23) - (a >> 23);
-    sh = (a < min_normal && sh < 31u) ? sh : 31u;
-    q = full >> sh;
-    rem = full & ((1u << sh) - 1u);
-    sub = q + (rem > (1u << (sh - 1u)) || (rem == (1u << (sh - 1u)) && (q & 1u)));
-
-    code = a < min_normal ? sub : normal;
-    /* overflow, inf or NaN (rare).  inf/NaN need no test of their own: their exponent field
-     * 255 rebiased is >= 135, so `normal` exceeds every max_mag. */
-    if (code > p->max_mag) {
-        const unsigned sgn_nan = p->fnuz ? 0u : sign;
-        if (a > 0x7f800000u)
-            return (uint8_t)(p->nan | sgn_nan);
-        return (uint8_t)(saturate ? (sign | p->max_mag) : (p->ovf | sgn_nan));
-    }
-    if (code == 0u && p->fnuz)
-        return 0u;
-    return (uint8_t)(sign | code);
-}
-
-static inline uint8_t gk_fp8_encode_f64_p(double x, const gk_fp8_params *p, int saturate)
+static inline uint8_t gk_fp8_encode_f64_p(double x, gk_fp8_params p, int saturate)
 {
     uint64_t u;
     memcpy(&u, &x, 8);
@@ -174,45 +119,36 @@ static inline uint8_t gk_fp8_encode_f64_p(double x, const gk_fp8_params *p, int 
 
 uint8_t gk_fp8_encode_f32(float x, int fmt, int saturate)
 {
-    return gk_fp8_encode_f32_p(x, &gk_fp8_fmt[fmt], saturate);
+    return gk_fp8_encode_f32_p(x, gk_fp8_params_of(fmt), saturate);
 }
 
 uint8_t gk_fp8_encode_f64(double x, int fmt, int saturate)
 {
-    return gk_fp8_encode_f64_p(x, &gk_fp8_fmt[fmt], saturate);
+    return gk_fp8_encode_f64_p(x, gk_fp8_params_of(fmt), saturate);
 }
 
 void gk_fp8_decode_n(const uint8_t *src, float *dst, size_t n, int fmt)
 {
-    const float *t = gk_fp8_decode_table[fmt];
-    size_t i;
-    for (i = 0; i < n; i++)
-        dst[i] = t[src[i]];
+    gk_codecs_active()->fp8_to_f32_n(src, dst, n, fmt);
 }
-
-/* One loop per format so that the format's parameters are compile-time constants. */
-#define GK_FP8_ENCODE_LOOP(F)                                                               \
-    for (i = 0; i < n; i++)                                                                 \
-        dst[i] = gk_fp8_encode_f32_p(src[i], &gk_fp8_fmt[F], saturate);
 
 void gk_fp8_encode_f32_n(const float *src, uint8_t *dst, size_t n, int fmt, int saturate)
 {
-    size_t i;
-    switch (fmt) {
-    case GK_F8E4M3FN: GK_FP8_ENCODE_LOOP(GK_F8E4M3FN) break;
-    case GK_F8E4M3FNUZ: GK_FP8_ENCODE_LOOP(GK_F8E4M3FNUZ) break;
-    case GK_F8E5M2: GK_FP8_ENCODE_LOOP(GK_F8E5M2) break;
-    default: GK_FP8_ENCODE_LOOP(GK_F8E5M2FNUZ) break;
-    }
+    gk_codecs_active()->f32_to_fp8_n(src, dst, n, fmt, saturate);
 }
+
+/* One loop per format so that the format's parameters are compile-time constants. */
+#define GK_FP8_ENCODE64_LOOP(F)                                                             \
+    for (i = 0; i < n; i++)                                                                 \
+        dst[i] = gk_fp8_encode_f64_p(src[i], gk_fp8_params_of(F), saturate);
 
 void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int saturate)
 {
-    const gk_fp8_params *p = &gk_fp8_fmt[fmt];
     size_t i;
-    for (i = 0; i < n; i++)
-        dst[i] = gk_fp8_encode_f64_p(src[i], p, saturate);
+    switch (fmt) {
+    case GK_F8E4M3FN: GK_FP8_ENCODE64_LOOP(GK_F8E4M3FN) break;
+    case GK_F8E4M3FNUZ: GK_FP8_ENCODE64_LOOP(GK_F8E4M3FNUZ) break;
+    case GK_F8E5M2: GK_FP8_ENCODE64_LOOP(GK_F8E5M2) break;
+    default: GK_FP8_ENCODE64_LOOP(GK_F8E5M2FNUZ) break;
+    }
 }
-
-/* ---------------------------------------------------------------------------------------
- * Bulk float16 / bfloat16. */

@@ -107,6 +107,9 @@ typedef struct {
 } gk_centry;
 
 static const gk_centry ctable[] = {
+#ifdef GK_HAVE_AVX512VNNI
+    {&gk_codecs_avx512vnni, L_AVX512VNNI}, /* uses AVX-512 F/BW/VL only */
+#endif
 #ifdef GK_HAVE_AVX2
     {&gk_codecs_avx2, L_AVX2},
 #endif

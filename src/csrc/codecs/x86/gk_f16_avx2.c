@@ -10,7 +10,7 @@
  *   bf16 -> f32 a 16-bit shift (exact, NaN bits unchanged).
  *   f32 -> bf16 integer RNE on the top half; NaN -> top half with the quiet bit set.
  * Tails (n % 8 elements) use the scalar inline forms. */
-#include "gemmkit/gk_codecs.h"
+#include "codecs/gk_codecs_impl.h"
 
 #include <immintrin.h>
 
@@ -89,5 +89,11 @@ static void gk_f32_to_bf16_n_avx2(const float *src, uint16_t *dst, size_t n)
 }
 
 const gk_codecs_kernel gk_codecs_avx2 = {
-    "avx2", gk_f16_to_f32_n_avx2, gk_f32_to_f16_n_avx2, gk_bf16_to_f32_n_avx2, gk_f32_to_bf16_n_avx2,
+    "avx2",
+    gk_f16_to_f32_n_avx2,
+    gk_f32_to_f16_n_avx2,
+    gk_bf16_to_f32_n_avx2,
+    gk_f32_to_bf16_n_avx2,
+    gk_fp8_to_f32_n_avx2, /* gk_fp8_avx2.c */
+    gk_f32_to_fp8_n_avx2,
 };
