@@ -79,7 +79,7 @@ static inline double gk_f32_to_f64_exact(float f)
     if (a < 0x800000u) {
         /* zero or subnormal: a * 2^-149, both factors and the product normal or zero in
          * float64, so exact whatever DAZ/FTZ say */
-        d = (double)a * 0x1p-149;
+        d = (double)a * 1.4012984643248171e-45; /* 2^-149, exact (no hex literal: MSVC) */
         return sign ? -d : d;
     }
     if (a >= 0x7f800000u)
