@@ -72,7 +72,7 @@ static void gk_qgemm_u8s8_scalar_4x4_ukernel(int mr_valid, int nr_valid, int kp,
     }
     for (int i = 0; i < mr_valid; i++)
         for (int j = 0; j < nr_valid; j++)
-            gk_qepi_store1(epi, m0 + i, n0 + j, acc[i][j]);
+            gk_qepi_block1(epi, m0 + i, n0 + j, acc[i][j]);
 }
 
 /* Small-M path (m <= MR): B streamed once, row by row, no packing; one multiply-add per
