@@ -102,6 +102,7 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
     enum:
         GK_QGEMM_KCHUNK
+    int gk_qgemm_kc(const gk_qgemm_kernel *kern)
     int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                      const gk_qbatch *batch)
     int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
