@@ -24,13 +24,6 @@ U8, S8 = np.dtype(np.uint8), np.dtype(np.int8)
 SIGNS = [(U8, S8), (S8, U8), (U8, U8), (S8, S8)]
 SIGN_IDS = ["u8s8", "s8u8", "u8u8", "s8s8"]
 
-# The driver's packed block budgets (gk_qgemm_driver.c: GK_QGEMM_NC_BYTES,
-# GK_QGEMM_PART_BYTES), used only to size products that span several column blocks /
-# row groups; were they to change, these products still run and are still checked.
-NC_BYTES = 1 << 20
-PART_BYTES = 8 << 20
-
-
 def _gk():
     import gemmkit
     return gemmkit
@@ -39,6 +32,11 @@ def _gk():
 def _info():
     from gemmkit import _core
     return _core._qgemm_family_info()
+
+
+def _blocking(m, n, k, requant):
+    from gemmkit import _core
+    return _core._qgemm_blocking(m, n, k, requant)
 
 
 def _rand(rng, shape, dt):
@@ -155,11 +153,13 @@ def test_wide_and_tall_products_in_blocks(isa):
     origin moves with both.  Checked on a sample of rows around every group edge."""
     gk = _gk()
     f = _info()
-    k = 2 * f["kc"]  # two full blocks: nc = NC_BYTES / (kc * b_elem_bytes)
-    nc = max(f["nr"], NC_BYTES // (f["kc"] * f["b_elem_bytes"]) // f["nr"] * f["nr"])
-    n = nc + f["nr"] + 5
-    ms = max(1, PART_BYTES // (nc * 4))
-    m = ms + 3 * f["mr"] + 1
+    k = 2 * f["kc"]
+    nc = _blocking(4096, 1 << 20, k, True)["nc"]
+    n = nc + f["nr"] + 5  # two column blocks
+    ms = _blocking(1 << 20, n, k, True)["ms"]
+    m = ms + 3 * f["mr"] + 1  # two row groups of the scratch
+    bl = _blocking(m, n, k, True)
+    assert bl["nblk"] == 2 and bl["nc"] == nc and bl["ms"] == ms < m, bl
     if m * n * k > 3e9 and isa in ("scalar", "sse41"):
         pytest.skip("a product this size takes too long on this path")
     rng = np.random.default_rng(5)

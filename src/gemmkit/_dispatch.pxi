@@ -51,6 +51,15 @@ def _qgemm_family_info():
             "b_elem_bytes": k.b_elem_bytes, "kc": gk_qgemm_kc(k), "kchunk": _QGEMM_KCHUNK}
 
 
+def _qgemm_blocking(int m, int n, int k, bint requant):
+    """How the int8 family in use blocks a packed m x n x k product (tests build their
+    shapes from it): depth blocks (kcb deep, nblk of them), A blocks of mc rows, B blocks
+    of nc columns, and ms rows per partial-sum scratch of a requantized output."""
+    cdef gk_qgemm_blocking bl
+    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, requant, &bl)
+    return {"kcb": bl.kcb, "nblk": bl.nblk, "mc": bl.mc, "nc": bl.nc, "ms": bl.ms}
+
+
 def _engines():
     """Each engine's family at the selected level."""
     return {

@@ -9,12 +9,16 @@
  * (run_one); where consecutive matrices share B it is packed once, whole, into a cache
  * they all read (bcache).
  *
- * Loop order of one product (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
- * -> M blocks of mc rows (packed A block, ~GK_QGEMM_MC_BYTES) -> nr-wide B micro-panels
- * (stay in L1) -> mr-high A micro-panels.  Up to GK_QGEMM_KCHUNK, K is never split: each
- * micro-kernel call sees the whole depth, so it can finish its tile (zero-point
- * correction, requantization) in registers and no int32 [M, N] intermediate exists.
- * Deeper products run chunk by chunk (run_k_chunked). */
+ * Loop order of one product (BLIS-style, gk_qgemm_blocking_of): N blocks of nc columns
+ * (packed B block, half of L2) -> depth blocks of at most kc (gk_qgemm_kc: the B
+ * micro-panel fills half of L1) -> M blocks of mc rows (packed A block, a quarter of L2)
+ * -> nr-wide B micro-panels (stay in L1) -> mr-high A micro-panels.  A product no
+ * deeper than kc runs in one depth block: each micro-kernel call sees the whole depth
+ * and finishes its tile (zero-point correction, requantization) in registers.  Deeper
+ * ones keep the int32 sums of the earlier blocks in the int32 output itself, or in a
+ * scratch for requantized outputs, and the last block's call finishes the tile
+ * (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond GK_QGEMM_KCHUNK
+ * products run chunk by chunk (run_k_chunked), each chunk blocked the same way. */
 #include <float.h>
 #include <limits.h>
 #include <string.h>
@@ -24,9 +28,10 @@
 #include "core/gk_alloc.h"
 #include "gemmkit/gk_parallel.h"
 
-/* Packed block sizes: A block mc x kc (L2), B block nc x kc. */
-#define GK_QGEMM_MC_BYTES (256 * 1024)
-#define GK_QGEMM_NC_BYTES (1024 * 1024)
+/* gk_qgemm_blocking_of: the L2 sizes believed (else the default) for the packed blocks. */
+#define GK_QGEMM_L2_MIN ((size_t)128 << 10)
+#define GK_QGEMM_L2_MAX ((size_t)64 << 20)
+#define GK_QGEMM_L2_DEFAULT ((size_t)1 << 20)
 /* gk_qgemm_kc: the L1 data cache sizes believed (else the default), and the least kc
  * (below it a call's fixed costs, the partial sums and the epilogue, would dominate). */
 #define GK_QGEMM_L1_MIN (16 * 1024)
@@ -136,6 +141,42 @@ static void k_blocks(const gk_qgemm_kernel *kern, int K, int *kcb, int *nblk)
     *nblk = (K + b - 1) / b;
 }
 
+void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
+                          gk_qgemm_blocking *bl)
+{
+    size_t l2 = gk_cpu_caches()->l2;
+    if (l2 < GK_QGEMM_L2_MIN || l2 > GK_QGEMM_L2_MAX)
+        l2 = GK_QGEMM_L2_DEFAULT;
+    k_blocks(kern, k, &bl->kcb, &bl->nblk);
+    const size_t kbp = round_up((size_t)bl->kcb, (size_t)kern->kstep);
+    size_t nc = n > 0 ? (size_t)n : 1, mc = m > 0 ? (size_t)m : 1, ms = mc;
+    if (kbp > 0) {
+        /* A block mc x kbp: a quarter of L2 (read again for every B micro-panel); B block
+         * kbp x nc: half of it (each micro-panel streams through L1 once per A block) */
+        size_t ncap = l2 / 2 / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
+        size_t mcap = l2 / 4 / (kbp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
+        if (ncap < (size_t)kern->nr)
+            ncap = kern->nr;
+        if (mcap < (size_t)kern->mr)
+            mcap = kern->mr;
+        if (nc > ncap)
+            nc = ncap;
+        if (mc > mcap)
+            mc = mcap;
+        /* the partial-sum scratch of a requantized output: ms x nc int32, ms a multiple
+         * of mc (so each is-block starts an mc block, and a panel) */
+        ms = m > 0 ? (size_t)m : 1;
+        if (requant && bl->nblk > 1 && ms * nc * 4 > GK_QGEMM_PART_BYTES) {
+            ms = GK_QGEMM_PART_BYTES / (nc * 4) / mc * mc;
+            if (ms < mc)
+                ms = mc;
+        }
+    }
+    bl->mc = (int)mc; /* each <= m or n (or a tile edge): fits */
+    bl->nc = (int)nc;
+    bl->ms = (int)ms;
+}
+
 /* Row and column (real) sums of one depth block added into the whole depth's, mod 2^32
  * (uint32: the ONNX int32 wrap). */
 static void add_sums(int32_t *tot, const int32_t *blk, int n)
@@ -182,31 +223,13 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int yzp_rows = requant && (p->yzp_rs != 0 || rm->yzp != 0) ? M : 1;
     const int yzp_cols = requant && p->yzp_cs != 0 ? N : 1;
 
-    int kcb = K, nblk = 1;
+    gk_qgemm_blocking bl = {K, 1, M, N, M};
     if (!use_smallm)
-        k_blocks(kern, K, &kcb, &nblk);
+        gk_qgemm_blocking_of(kern, M, N, K, requant, &bl);
+    const int kcb = bl.kcb, nblk = bl.nblk;
+    const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
     const size_t np_all = round_up((size_t)N, (size_t)kern->nr);
-    size_t nc = N, mc = M, ms = M;
-    if (!use_smallm && kbp > 0) {
-        size_t ncap = GK_QGEMM_NC_BYTES / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
-        size_t mcap = GK_QGEMM_MC_BYTES / (kbp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
-        if (ncap < (size_t)kern->nr)
-            ncap = kern->nr;
-        if (mcap < (size_t)kern->mr)
-            mcap = kern->mr;
-        if (nc > ncap)
-            nc = ncap;
-        if (mc > mcap)
-            mc = mcap;
-        /* the partial-sum scratch of a requantized output: ms x nc int32, ms a multiple
-         * of mc (so each is-block starts an mc block, and a panel) */
-        if (requant && nblk > 1 && (size_t)M * nc * 4 > GK_QGEMM_PART_BYTES) {
-            ms = GK_QGEMM_PART_BYTES / (nc * 4) / mc * mc;
-            if (ms < mc)
-                ms = mc;
-        }
-    }
     const int use_part_scratch = requant && nblk > 1;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
     const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kbp * kern->b_elem_bytes;
