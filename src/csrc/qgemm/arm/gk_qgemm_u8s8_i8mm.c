@@ -112,6 +112,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_i8mm = {
     gk_qgemm_u8s8_i8mm_pack_a, gk_qgemm_u8s8_i8mm_pack_b, gk_qgemm_u8s8_i8mm_8x8_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_i8mm_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };
 
 #endif /* MSVC */

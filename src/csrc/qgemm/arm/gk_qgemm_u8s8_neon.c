@@ -99,4 +99,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_neon = {
     gk_qgemm_u8s8_neon_pack_a, gk_qgemm_u8s8_neon_pack_b, gk_qgemm_u8s8_neon_4x4_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_neon_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -105,6 +105,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_neondot = {
     gk_qgemm_u8s8_neondot_pack_a, gk_qgemm_u8s8_neondot_pack_b, gk_qgemm_u8s8_neondot_8x8_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_neondot_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };
 
 #endif /* MSVC */

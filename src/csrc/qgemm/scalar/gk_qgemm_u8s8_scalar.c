@@ -117,4 +117,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
     gk_qgemm_u8s8_scalar_pack_a, gk_qgemm_u8s8_scalar_pack_b, gk_qgemm_u8s8_scalar_4x4_ukernel,
     GK_SCALAR_MR, gk_qgemm_u8s8_scalar_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

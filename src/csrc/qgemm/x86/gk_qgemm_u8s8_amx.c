@@ -36,6 +36,10 @@
 #define GK_AMX_KS 64
 #define GK_AMX_ABLK (GK_AMX_MR * GK_AMX_KS) /* bytes of one 64-deep block of an A panel */
 #define GK_AMX_BBLK (GK_AMX_NR * GK_AMX_KS) /* ... of a B panel */
+/* Depth block: the B micro-panel (32 KB) stays in the 48 KB L1D of the AMX cores, and
+ * a depth block's partial-sum step (through the 4 KB stack tile, in C) is paid once per
+ * 16 64-deep tile blocks.  Not measured (no AMX machine at hand when it was chosen). */
+#define GK_AMX_KC 1024
 #ifndef GK_AMX_NT_LDY
 #define GK_AMX_NT_LDY 512
 #endif
@@ -343,4 +347,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
     gk_qgemm_u8s8_amx_pack_a, gk_qgemm_u8s8_amx_pack_b, gk_qgemm_u8s8_amx_32x32_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
+    GK_AMX_KC,
 };

@@ -87,4 +87,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx2 = {
     gk_qgemm_u8s8_avx2_pack_a, gk_qgemm_u8s8_avx2_pack_b, gk_qgemm_u8s8_avx2_4x16_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avx2_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -326,4 +326,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     gk_qgemm_u8s8_avx512vnni_pack_a, gk_qgemm_u8s8_avx512vnni_pack_b,
     gk_qgemm_u8s8_avx512vnni_8x32_ukernel, GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avx512vnni_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -109,4 +109,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avxvnni = {
     gk_qgemm_u8s8_avxvnni_pack_a, gk_qgemm_u8s8_avxvnni_pack_b, gk_qgemm_u8s8_avxvnni_4x24_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avxvnni_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -107,4 +107,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_sse41 = {
     gk_qgemm_u8s8_sse41_pack_a, gk_qgemm_u8s8_sse41_pack_b, gk_qgemm_u8s8_sse41_4x8_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_sse41_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };
