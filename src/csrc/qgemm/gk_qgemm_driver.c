@@ -41,6 +41,9 @@
 /* Largest partial-sum scratch of a requantized output (ms x nc int32): past it the rows
  * run in groups of ms, each repacking B's blocks (a B block serves ms rows then). */
 #define GK_QGEMM_PART_BYTES ((size_t)8 << 20)
+/* int32 elements after each row of that scratch: nc is often a power of two, and a
+ * tile's 8 rows 4 KB apart would share one L1 set */
+#define GK_QGEMM_PART_PAD 16
 
 float gk_qmultiplier(float a_scale, float b_scale, float y_scale)
 {
@@ -166,8 +169,8 @@ void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int 
         /* the partial-sum scratch of a requantized output: ms x nc int32, ms a multiple
          * of mc (so each is-block starts an mc block, and a panel) */
         ms = m > 0 ? (size_t)m : 1;
-        if (requant && bl->nblk > 1 && ms * nc * 4 > GK_QGEMM_PART_BYTES) {
-            ms = GK_QGEMM_PART_BYTES / (nc * 4) / mc * mc;
+        if (requant && bl->nblk > 1 && ms * (nc + GK_QGEMM_PART_PAD) * 4 > GK_QGEMM_PART_BYTES) {
+            ms = GK_QGEMM_PART_BYTES / ((nc + GK_QGEMM_PART_PAD) * 4) / mc * mc;
             if (ms < mc)
                 ms = mc;
         }
@@ -245,7 +248,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
         apack, bpack, colsums * 4,                                             /* packs, colsums */
         nblk > 1 ? mc * 4 : 0,                                                 /* one block's row sums */
-        use_part_scratch ? ms * nc * 4 : 0,                                    /* partial sums */
+        use_part_scratch ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,             /* partial sums */
     };
     for (int i = 0; i < NBUF; i++) {
         off[i] = total;
@@ -339,7 +342,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     if (nblk > 1) {
         if (use_part_scratch) {
             epi.part = part;
-            epi.part_ld = (ptrdiff_t)nc;
+            epi.part_ld = (ptrdiff_t)(nc + GK_QGEMM_PART_PAD);
         } else { /* int32 output: the sums wait in y itself (column stride 1) */
             epi.part = (int32_t *)p->y;
             epi.part_ld = p->ldy;
