@@ -157,7 +157,7 @@ def test_wide_and_tall_products_in_blocks(isa):
     nc = _blocking(4096, 1 << 20, k, True)["nc"]
     n = nc + f["nr"] + 5  # two column blocks
     ms = _blocking(1 << 20, n, k, True)["ms"]
-    m = ms + 3 * f["mr"] + 1  # two row groups of the scratch
+    m = 2 * ms + 3 * f["mr"] + 1  # three row groups of the scratch (ms is rounded down)
     bl = _blocking(m, n, k, True)
     assert bl["nblk"] == 2 and bl["nc"] == nc and bl["ms"] == ms < m, bl
     if m * n * k > 3e9 and isa in ("scalar", "sse41"):
