@@ -48,6 +48,13 @@ unsigned gk_cpu_features(void);
 /* Names of detected features, for cpu_info(): writes up to `cap` pointers, returns count. */
 int gk_cpu_feature_names(const char **names, int cap);
 
+/* Data caches of one core and the last level, in bytes, as the CPU reports them (x86:
+ * CPUID's cache parameters); 0 where it does not (ARM64 here).  Computed once. */
+typedef struct gk_cpu_cache_sizes {
+    size_t l1d, l2, l3;
+} gk_cpu_cache_sizes;
+const gk_cpu_cache_sizes *gk_cpu_caches(void);
+
 /* ---- levels and the selection ---- */
 int gk_isa_level_count(void);                 /* levels of this build's architecture */
 const char *gk_isa_level_name(int level);     /* 0 = "scalar", increasing */
