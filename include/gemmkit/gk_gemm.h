@@ -128,8 +128,8 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  * tile of its own (AVX-512 14x32 / 6x64 and AMX 32x32 / 16x64 tiles are fine).
  *
  * Block sizes at run time: a family with cache_blocks != 0 has its mc/kc/nc computed by
- * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that an A
- * and a B micro-panel fit L1, MC x KC in about half of L2, KC x NC in a quarter of the
+ * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that a B
+ * micro-panel fills L1, MC x KC in about half of L2, KC x NC in a quarter of the
  * LLC); its struct's mc/kc/nc are then the fallback for a cache size the CPU does not
  * report (0: ARM64, unknown CPUs).  The driver and every reporter (_gemm_family_info)
  * read the sizes through gk_gemm_blocking(), never from the struct directly.
