@@ -172,6 +172,8 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int acc
         int mr, nr
         int mc, kc, nc
+        int cache_blocks
+    void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
     const gk_gemm_kernel *const gk_gemm_wide_tile_families[]

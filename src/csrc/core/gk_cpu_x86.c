@@ -91,6 +91,8 @@ unsigned gk_cpu_features_x86(void)
             f |= GK_CPU_AVX512BW;
         if (ebx7 & (1u << 31))
             f |= GK_CPU_AVX512VL;
+        if (ebx7 & (1u << 17))
+            f |= GK_CPU_AVX512DQ;
         if (ecx7 & (1u << 11))
             f |= GK_CPU_AVX512VNNI;
     }
