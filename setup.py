@@ -122,6 +122,9 @@ X86_GROUPS = [
     ("sse41", "src/csrc/*/x86/*_sse41.c", ["-msse4.1"], []),
     ("avx2", "src/csrc/*/x86/*_avx2.c", ["-mavx2", "-mfma", "-mf16c"], ["/arch:AVX2"]),
     ("avxvnni", "src/csrc/*/x86/*_avxvnni.c", ["-mavx2", "-mfma", "-mavxvnni"], ["/arch:AVX2"]),
+    ("avx512", "src/csrc/*/x86/*_avx512.c",
+     ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"],
+     ["/arch:AVX512"]),
     ("avx512vnni", "src/csrc/*/x86/*_avx512vnni.c",
      ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mavx2", "-mfma"],
      ["/arch:AVX512"]),
@@ -164,6 +167,16 @@ int gk_probe(const int *p)
 {
     __m256i a = _mm256_loadu_si256((const __m256i *)p);
     return _mm_cvtsi128_si32(_mm256_castsi256_si128(_mm256_dpbusd_avx_epi32(a, a, a)));
+}
+""",
+    "avx512": """#include <immintrin.h>
+void gk_probe(const double *p, float *o, long long *q, unsigned m)
+{
+    __m512d a = _mm512_maskz_loadu_pd((__mmask8)m, p);
+    __m512i i = _mm512_cvtpd_epi64(_mm512_fmadd_pd(a, a, a)); /* DQ */
+    _mm512_storeu_si512(q, _mm512_mullo_epi64(i, i));
+    _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_loadu_ps(o), _mm512_set1_ps(o[16]),
+                                        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q))));
 }
 """,
     "avx512vnni": """#include <immintrin.h>

@@ -2,9 +2,16 @@
 
 Same inputs, one process, interleaved repetitions, medians; one thread everywhere.
 
-    python benchmarks/bench_gemm.py            # Gemm per dtype + small-call overhead
+    python benchmarks/bench_gemm.py            # float paths, Gemm per dtype, overhead
     python benchmarks/bench_gemm.py --quick
     python benchmarks/bench_gemm.py --sizes 32,96     # chosen n for the n^3 cases
+    python benchmarks/bench_gemm.py --float-only --float-sizes 64,1024,16x4096
+
+The float32/float64 section runs every Gemm float path this CPU has (each forced through
+the ISA selection, like GEMMKIT_ISA) at n^3 and MxKxN = M x 4096 x 4096 (M = 1, 16), and
+quotes each as GFLOP/s and % of that path's FMA peak (benchmarks/c/bench_peak_x86.c,
+measured in this process right before the row); float32 also against onnxruntime's Gemm
+with alpha, beta and a C row.
 
 NumPy's integer and float16 matmuls have no BLAS behind them; bfloat16 has no NumPy
 matmul at all (compared through a float32 round trip instead, marked *).
@@ -63,6 +70,127 @@ def ort_gemm(dtype):
     return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
+# The FMA peak loop of each float path (benchmarks/c/bench_peak_x86.c), per dtype.
+FMA_PEAKS = {("avx512", "float32"): "gk_peak_fma_ps_zmm", ("avx512", "float64"): "gk_peak_fma_pd_zmm",
+             ("avx2", "float32"): "gk_peak_fma_ps_ymm", ("avx2", "float64"): "gk_peak_fma_pd_ymm"}
+
+
+class FmaPeaks:
+    """One core's FMA peak per path (GFLOP/s), measured when asked (the clock drifts);
+    None without a C compiler, off x86-64, or for a path this CPU does not run."""
+
+    def __init__(self):
+        import ctypes
+        import subprocess
+        import tempfile
+        self.lib = None
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_peak_x86.c")
+        so = os.path.join(tempfile.mkdtemp(), "gk_peaks.so")
+        try:
+            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o",
+                            so], check=True, capture_output=True)
+            lib = ctypes.CDLL(so)
+            for f in FMA_PEAKS.values():
+                getattr(lib, f).restype = ctypes.c_int64
+                getattr(lib, f).argtypes = [ctypes.c_long]
+            self.lib = lib
+        except (OSError, subprocess.CalledProcessError, AttributeError):
+            self.lib = None
+
+    def __call__(self, path, dtype):
+        name = FMA_PEAKS.get((path, dtype))
+        if self.lib is None or name is None or path not in gk.cpu_info()["available"]:
+            return None
+        f = getattr(self.lib, name)
+        best = 0.0
+        for _ in range(5):
+            t0 = time.perf_counter()
+            macs = f(100000)
+            best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
+        return best
+
+
+def ort_gemm_ab(alpha, beta):
+    """onnxruntime Gemm float32 with alpha, beta and C (one thread), or None."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    t = TensorProto.FLOAT
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
+        [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
+        [helper.make_tensor_value_info("Y", t, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def float_paths(cases, budget):
+    """The float32/float64 rows: every Gemm float path forced, vs NumPy (and ort)."""
+    from _bench_common import cpu_class
+    from gemmkit import _core
+    info = gk.cpu_info()
+    default = info["isa"]
+    paths = [p for p in ("avx512", "avx2") if p in info["available"]]
+    if not paths:
+        paths = [default]
+    peaks = FmaPeaks()
+    print(f"CPU class: {cpu_class(info['features'])}; float paths: {', '.join(paths)}")
+    hdr = (f"{'case':30s} {'path':7s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'%peak':>6s} "
+           f"{'NumPy':>10s} {'ratio':>6s} {'ort a,b,C':>10s} {'ratio':>6s}")
+    print(hdr)
+    print("-" * len(hdr))
+    rng = np.random.default_rng(1)
+    sess = ort_gemm_ab(0.5, 2.0)
+    for dt in (np.float32, np.float64):
+        for (M, K, N) in cases:
+            A = rng.standard_normal((M, K)).astype(dt)
+            B = rng.standard_normal((K, N)).astype(dt)
+            C = rng.standard_normal((N,)).astype(dt)
+            flops = 2.0 * M * N * K
+            for path in paths:
+                _core._set_isa(path)
+                fam = _core._gemm_family_info(dt)["isa"]
+                try:
+                    fns = [lambda: gk.gemm(A, B), lambda: A @ B]
+                    with_ort = dt is np.float32 and sess is not None
+                    if with_ort:
+                        feeds = {"A": A, "B": B, "C": C}
+                        fns += [lambda: gk.gemm(A, B, C, 0.5, 2.0),
+                                lambda: sess.run(None, feeds)]
+                    pk = peaks(fam, np.dtype(dt).name)
+                    ts = timed(fns, budget)
+                finally:
+                    _core._set_isa(default)
+                gf = flops / ts[0] / 1e9
+                name = f"{np.dtype(dt).name} {M}x{K}x{N}"
+                line = (f"{name:30s} {fam:7s} {ts[0] * 1e6:8.1f}us {gf:8.2f} "
+                        f"{(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s} "
+                        f"{ts[1] * 1e6:8.1f}us {ts[1] / ts[0]:5.2f}x")
+                if with_ort:
+                    line += f" {ts[3] * 1e6:8.1f}us {ts[3] / ts[2]:5.2f}x"
+                print(line, flush=True)
+    print("(ratio: the other's time / gemmkit's; ort a,b,C: onnxruntime Gemm alpha=0.5, "
+          "beta=2, C a row, against gemmkit with the same arguments)\n")
+
+
+def parse_cases(spec):
+    """"64,1024,16x4096" -> [(64, 64, 64), (1024, 1024, 1024), (16, 4096, 4096)]."""
+    out = []
+    for v in spec.split(","):
+        v = v.strip()
+        if "x" in v:
+            m, k = v.split("x")
+            out.append((int(m), int(k), int(k)))
+        elif v:
+            out.append((int(v),) * 3)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,6 +198,11 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=0.5)
     ap.add_argument("--sizes", default=None, metavar="N,...",
                     help="the n of the n^3 cases instead of the default ones")
+    ap.add_argument("--float-sizes", default=None, metavar="N|MxK,...",
+                    help="cases of the float path section (n^3, or M x K x K); default "
+                         "64,256,1024,2048,1x4096,16x4096 (--sizes given: those n)")
+    ap.add_argument("--float-only", action="store_true",
+                    help="only the float32/float64 path section")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [64, 256] if args.quick else [64, 256, 512]
@@ -80,6 +213,12 @@ def main(argv=None):
     print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit ISA level "
           f"{info['isa']}, Gemm families: {','.join(fams)}")
     print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; one thread; medians")
+    fspec = args.float_sizes or (args.sizes if args.sizes else
+                                 ("64,256,1x4096" if args.quick else
+                                  "64,256,1024,2048,1x4096,16x4096"))
+    float_paths(parse_cases(fspec), args.budget)
+    if args.float_only:
+        return 0
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "
            f"{'ort':>10s} {'ratio':>7s}")
     print(hdr)

@@ -39,7 +39,19 @@ def _shapes(f):
 def test_family_info_matches_cpu_info(isa):
     import gemmkit
     f = _info()
-    assert f["isa"] == gemmkit.cpu_info()["engines"]["qgemm"] == isa
+    from gemmkit import _core
+    assert f["isa"] == gemmkit.cpu_info()["engines"]["qgemm"]
+    # the most specific int8 family at or below the level: the level's own, or -- for a
+    # level without one (avx512 has Gemm families only) -- the best usable one below it
+    levels = _core._levels()
+    assert levels.index(f["isa"]) <= levels.index(isa)
+    if f["isa"] != isa:
+        compiled_int8 = {"scalar", "sse41", "avx2", "avxvnni", "avx512vnni", "amx",
+                         "neon", "neondot", "i8mm"}
+        assert isa not in compiled_int8, (isa, f["isa"])
+        below = [lv for lv in gemmkit.cpu_info()["available"]
+                 if levels.index(lv) < levels.index(isa) and lv in compiled_int8]
+        assert f["isa"] == below[0], (isa, f["isa"], below)
     assert f["mr"] >= 1 and f["nr"] >= 1 and f["kstep"] >= 1
     assert 0 <= f["smallm_max"] <= 64 and f["kchunk"] >= 1024
 

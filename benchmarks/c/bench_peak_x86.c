@@ -31,6 +31,22 @@ int64_t gk_peak_maddwd_zmm(long iters) { PEAK_LOOP(MWD_Z, ZCLOB) return iters * 
 int64_t gk_peak_maddwd_ymm(long iters) { PEAK_LOOP(MWD_Y, ZCLOB) return iters * 12 * 16; }
 int64_t gk_peak_maddwd_xmm(long iters) { PEAK_LOOP(MWD_X, ZCLOB) return iters * 12 * 8; }
 
+/* Float FMA peaks (Gemm's float32/float64 paths): 12 vfmadd231 chains, lanes MACs each
+ * (a MAC = one multiply-add = 2 flops).  Zeroed first so no denormal/NaN slows them. */
+#define FMA_ZERO_Z "vpxord %%zmm12, %%zmm12, %%zmm12\n\tvpxord %%zmm13, %%zmm13, %%zmm13\n\t"
+#define FMA_ZERO_Y "vpxor %%ymm12, %%ymm12, %%ymm12\n\tvpxor %%ymm13, %%ymm13, %%ymm13\n\t"
+#define FMAPS_Z(i) "vfmadd231ps %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+#define FMAPD_Z(i) "vfmadd231pd %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+#define FMAPS_Y(i) "vfmadd231ps %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+#define FMAPD_Y(i) "vfmadd231pd %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+#define FMA_PEAK_LOOP(ZERO, BODY)                                                           \
+    long n = iters;                                                                         \
+    __asm__ volatile(ZERO "1:\n\t" R8(BODY) "dec %0\n\tjnz 1b" : "+r"(n) : : ZCLOB, "cc");
+int64_t gk_peak_fma_ps_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, FMAPS_Z) return iters * 12 * 16; }
+int64_t gk_peak_fma_pd_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, FMAPD_Z) return iters * 12 * 8; }
+int64_t gk_peak_fma_ps_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, FMAPS_Y) return iters * 12 * 8; }
+int64_t gk_peak_fma_pd_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, FMAPD_Y) return iters * 12 * 4; }
+
 /* AMX: 4 independent tdpbusd chains on 16 x 64-byte tiles (16*16*64 MACs each).  The
  * palette-1 configuration lives in static storage (ldtilecfg reads 64 bytes); the caller
  * runs this only where detection reported AMX-INT8, which also obtained the Linux

@@ -7,11 +7,12 @@
  * auxiliary vector / sysctl / IsProcessorFeaturePresent on ARM64.
  *
  * ISA levels.  Each architecture has a ladder of levels (x86: scalar < sse41 < avx2 <
- * avxvnni < avx512vnni < amx; ARM64: scalar < neon < neondot < i8mm), each with the
+ * avxvnni < avx512 < avx512vnni < amx; ARM64: scalar < neon < neondot < i8mm), each with the
  * feature bits it needs.  Every table entry belongs to one level.  The selected level
  * (default: the highest usable one; GEMMKIT_ISA / gk_select_isa names another) caps every
  * engine: each uses its first entry, most specific first, that is at or below the level
- * and usable on this CPU.  A level is usable when the CPU and OS support it (AMX: also the
+ * and usable on this CPU (a level with no family of an engine, e.g. avx512 for int8,
+ * leaves that engine on its best family below).  A level is usable when the CPU and OS support it (AMX: also the
  * Linux per-process tile permission, requested only when a selection reaches amx). */
 #ifndef GEMMKIT_GK_DISPATCH_H
 #define GEMMKIT_GK_DISPATCH_H
@@ -38,6 +39,7 @@ enum gk_cpu_feature {
     GK_CPU_AVX512BF16 = 1u << 9,
     GK_CPU_AMXINT8 = 1u << 10,  /* AMX-TILE + AMX-INT8 and XCR0 tile state (the Linux
                                    permission is asked for separately, see above) */
+    GK_CPU_AVX512DQ = 1u << 11, /* CPUID.7.0:EBX bit 17, + OS ZMM/opmask state */
     GK_CPU_NEON = 1u << 16,
     GK_CPU_NEONDOT = 1u << 17,  /* sdot/udot */
     GK_CPU_I8MM = 1u << 18,     /* smmla/usmmla */
@@ -47,6 +49,13 @@ enum gk_cpu_feature {
 unsigned gk_cpu_features(void);
 /* Names of detected features, for cpu_info(): writes up to `cap` pointers, returns count. */
 int gk_cpu_feature_names(const char **names, int cap);
+
+/* Data caches of one core and the last level, in bytes, as the CPU reports them (x86:
+ * CPUID's cache parameters); 0 where it does not (ARM64 here).  Computed once. */
+typedef struct gk_cpu_cache_sizes {
+    size_t l1d, l2, l3;
+} gk_cpu_cache_sizes;
+const gk_cpu_cache_sizes *gk_cpu_caches(void);
 
 /* ---- levels and the selection ---- */
 int gk_isa_level_count(void);                 /* levels of this build's architecture */

@@ -113,22 +113,59 @@ typedef void (*gk_gemm_ukernel_fn)(int kc, const void *a_panel, const void *b_pa
 typedef void (*gk_gemm_epilogue_fn)(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
                                     int cols, void *acc, ptrdiff_t ldacc);
 
+/* A micro-kernel reading B' in place (the small-call path, see gk_gemm_kernel): as
+ * gk_gemm_ukernel_fn, but B' row k of the tile is at (const char *)b + k*ldb bytes, nr
+ * elements of the accumulator type, all readable (the driver passes only full-width
+ * column tiles; ldb may be negative or unaligned). */
+typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *b,
+                                       ptrdiff_t ldb, void *c, ptrdiff_t ldc, int mr_valid,
+                                       int nr_valid, int first);
+
 /* A kernel family for one element type: micro-kernel, packing format, block sizes and
  * epilogue, chosen together.  Invariants: mc % mr == 0, nc % nr == 0, all block sizes > 0
  * and small enough that a packed block (mc*kc or kc*nc elements of 8 bytes) fits
  * comfortably in int.  There is no cap on the tile (mr x nr): the driver never keeps a
- * tile of its own (AVX-512 14x32 / 6x64 and AMX 32x32 / 16x64 tiles are fine). */
+ * tile of its own (AVX-512 14x32 / 6x64 and AMX 32x32 / 16x64 tiles are fine).
+ *
+ * Block sizes at run time: a family with cache_blocks != 0 has its mc/kc/nc computed by
+ * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that a B
+ * micro-panel fills L1, MC x KC in about half of L2, KC x NC in a quarter of the
+ * LLC); its struct's mc/kc/nc are then the fallback for a cache size the CPU does not
+ * report (0: ARM64, unknown CPUs).  The driver and every reporter (_gemm_family_info)
+ * read the sizes through gk_gemm_blocking(), never from the struct directly.
+ *
+ * Optional members (zero / NULL in families that do not have them; positional
+ * initializers may stop before them):
+ *   ukernel_rounded  the micro-kernel with each product rounded before its add (mul,
+ *                    then add, same k order): its sums are the scalar oracle's bit for
+ *                    bit.  QLinearMatMul's float8 path runs it (its dequantized values
+ *                    are not exact products under FMA).  NULL: ukernel already is.
+ *   ukernel_ldb      the same micro-kernel as ukernel reading B' in place; with it, and
+ *                    B' contiguous along its columns in the accumulator type, gk_gemm_run
+ *                    skips packing B for small problems (GK_GEMM_SMALL_FLOPS) and packs
+ *                    only one A micro-panel at a time. */
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
     int dtype;            /* enum gk_gemm_dtype this family serves */
     int acc;              /* enum gk_gemm_acc */
     int mr, nr;           /* register tile */
-    int mc, kc, nc;       /* cache blocks */
+    int mc, kc, nc;       /* cache blocks (the fallback when cache_blocks, see above) */
     gk_gemm_pack_a_fn pack_a;
     gk_gemm_pack_b_fn pack_b;
     gk_gemm_ukernel_fn ukernel;
     gk_gemm_epilogue_fn epilogue; /* Gemm's epilogue for this dtype (ctx: gk_gemm_epi) */
+    int cache_blocks;     /* nonzero: mc/kc/nc from the cache sizes (gk_gemm_blocking) */
+    gk_gemm_ukernel_fn ukernel_rounded;
+    gk_gemm_ukernel_ldb_fn ukernel_ldb;
 } gk_gemm_kernel;
+
+/* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,
+ * all > 0.  Pure function of the family and the CPU. */
+void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
+
+/* Small calls: below this many multiply-adds (M*N*K), a family with ukernel_ldb reads B'
+ * in place instead of packing it (packing would cost about as much as the product). */
+#define GK_GEMM_SMALL_FLOPS ((ptrdiff_t)128 * 128 * 128)
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)
@@ -212,6 +249,13 @@ void gk_gemm_epilogue_i32(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
 void gk_gemm_epilogue_u32(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
 void gk_gemm_epilogue_i64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
 void gk_gemm_epilogue_u64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
+
+/* The x86 SIMD families (src/csrc/gemm/x86/gk_gemm_<type>_<isa>.c), present when their
+ * ISA group was built (GK_HAVE_AVX2, GK_HAVE_AVX512). */
+extern const gk_gemm_kernel gk_gemm_f32_avx2;
+extern const gk_gemm_kernel gk_gemm_f64_avx2;
+extern const gk_gemm_kernel gk_gemm_f32_avx512;
+extern const gk_gemm_kernel gk_gemm_f64_avx512;
 
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;

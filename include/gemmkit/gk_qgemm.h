@@ -60,7 +60,48 @@ typedef struct gk_qepi {
     void *y;                   /* output base of this 2-D matrix: int32_t*, uint8_t* or int8_t* */
     ptrdiff_t ldy;             /* row stride of y in elements (column stride is 1) */
     int32_t k;                 /* true K (not padded) */
+    /* Depth blocks (the driver splits K into blocks of at most its kc, see
+     * gk_qgemm_driver.h): what a packed micro-kernel does with the raw dot products of
+     * its block, element (m, n) of the partial sums living at gk_qepi_part_at(e, m, n).
+     *   GK_QPART_NONE    the whole depth in one call: the epilogue as described above
+     *   GK_QPART_STORE   first block: part = dot                       (y not written)
+     *   GK_QPART_ACC     middle block: part += dot                     (y not written)
+     *   GK_QPART_FINISH  last block: dot += part, then the epilogue on that sum
+     * "dot" is the kernel's raw dot product (before zero-point correction; for the
+     * biased-B ARM families, the biased one of gk_qgemm_arm_common.h: every block is
+     * biased alike, so the sum is the whole depth's).  Exact: int32 addition wraps
+     * mod 2**32 and is associative there, so any split of K gives the same bits.
+     * part may be y itself (int32 output, FINISH reads and then overwrites each
+     * element) or a driver scratch; it is only touched for valid (m, n) of a tile.
+     * a_rowsum and b_colcorr always cover the whole depth (the driver sums the blocks'
+     * row / column sums); they are only read in NONE and FINISH. */
+    int32_t part_mode;         /* enum gk_qpart; 0 (NONE) in a zero-initialised gk_qepi */
+    int32_t *part;             /* partial sums, see gk_qepi_part_at */
+    ptrdiff_t part_ld;         /* row stride of part in elements (column stride is 1) */
+    int32_t part_m0, part_n0;  /* the (m, n) of part[0] */
+    /* Optional, the zero-point correction when it separates (za one value over all rows,
+     * zb one value over all columns, as for per-tensor zero points):
+     *     rowsum[m] * zb[n] + za[m] * colcorr[n] == row_corr[m] + col_corr[n]  (mod 2**32)
+     * row_corr[m] = rowsum[m] * zb, col_corr[n] = za * colcorr[n].  NULL when it does
+     * not separate; kernels may ignore them (the general arrays stay valid).  Like
+     * a_rowsum / b_colcorr, only read in NONE and FINISH. */
+    const int32_t *row_corr;   /* [M] or NULL */
+    const int32_t *col_corr;   /* [N] or NULL (both or neither) */
 } gk_qepi;
+
+/* Partial-sum modes of a micro-kernel call (gk_qepi.part_mode). */
+enum gk_qpart {
+    GK_QPART_NONE = 0,
+    GK_QPART_STORE = 1,
+    GK_QPART_ACC = 2,
+    GK_QPART_FINISH = 3,
+};
+
+/* Where the partial sum of output (m, n) lives (part_mode != NONE). */
+static inline int32_t *gk_qepi_part_at(const gk_qepi *e, int m, int n)
+{
+    return e->part + (ptrdiff_t)(m - e->part_m0) * e->part_ld + (n - e->part_n0);
+}
 
 /* Packing functions.  Strides are in BYTES and may be negative or zero.
  * pack_a: rows [0, mc) x cols [0, k) of A (first element at `a`), xor'ed with a_xor, into
@@ -77,8 +118,10 @@ typedef void (*gk_qpack_b_fn)(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptr
 
 /* Micro-kernel: one tile of mr_valid <= mr rows and nr_valid <= nr columns whose top-left
  * output element is (m0, n0).  a_panel / b_panel point at the tile's packed panels, kp
- * deep (a multiple of kstep).  Computes the int32 dot products and applies `epi` for
- * the valid part of the tile, writing straight to epi->y. */
+ * deep (a multiple of kstep; one depth block of the product, see gk_qepi.part_mode).
+ * Computes the int32 dot products and applies `epi` for the valid part of the tile:
+ * the partial-sum step of epi->part_mode, then (NONE, FINISH) the epilogue, writing
+ * straight to epi->y. */
 typedef void (*gk_qgemm_ukernel_fn)(int mr_valid, int nr_valid, int kp,
                                     const void *a_panel, const void *b_panel,
                                     const gk_qepi *epi, int m0, int n0);
@@ -108,6 +151,10 @@ typedef struct gk_qgemm_kernel {
      * (AMX: load / release the tile configuration once instead of per tile). */
     void (*begin)(void);
     void (*end)(void);
+    /* Depth block: at most this much depth per micro-kernel call when the driver splits
+     * K (a multiple of kstep); 0, as in a table entry that leaves it out: derived from the
+     * tile and the L1 data cache (gk_qgemm_kc in gk_qgemm_driver.h). */
+    int kc;
 } gk_qgemm_kernel;
 
 /* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */
@@ -153,6 +200,31 @@ static inline void gk_qepi_store1_cc(const gk_qepi *e, int m, int n, uint32_t do
 static inline void gk_qepi_store1(const gk_qepi *e, int m, int n, uint32_t dot)
 {
     gk_qepi_store1_cc(e, m, n, dot, (uint32_t)e->b_colcorr[n]);
+}
+
+/* The partial-sum step of one raw dot product of a depth block (gk_qepi.part_mode):
+ * STORE / ACC update the partial sum and return 0 (nothing more to do); NONE returns 1
+ * with *dot unchanged, FINISH returns 1 with the partial sum added: the caller then
+ * applies the epilogue to *dot. */
+static inline int gk_qepi_part1(const gk_qepi *e, int m, int n, uint32_t *dot)
+{
+    uint32_t *p;
+    if (e->part_mode == GK_QPART_NONE)
+        return 1;
+    p = (uint32_t *)gk_qepi_part_at(e, m, n);
+    switch (e->part_mode) {
+    case GK_QPART_STORE: *p = *dot; return 0;
+    case GK_QPART_ACC: *p += *dot; return 0;
+    default: *dot += *p; return 1;
+    }
+}
+
+/* gk_qepi_part1, then (NONE, FINISH) gk_qepi_store1: the whole scalar epilogue of one
+ * raw dot product of a packed micro-kernel. */
+static inline void gk_qepi_block1(const gk_qepi *e, int m, int n, uint32_t dot)
+{
+    if (gk_qepi_part1(e, m, n, &dot))
+        gk_qepi_store1(e, m, n, dot);
 }
 
 #ifdef __cplusplus

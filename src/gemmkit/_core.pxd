@@ -127,6 +127,11 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         ptrdiff_t stride[GK_QB_NOPS][GK_QBATCH_MAXD]
     enum:
         GK_QGEMM_KCHUNK
+    int gk_qgemm_kc(const gk_qgemm_kernel *kern)
+    ctypedef struct gk_qgemm_blocking:
+        int kcb, nblk, mc, nc, ms
+    void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
+                              gk_qgemm_blocking *bl)
     int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                      const gk_qbatch *batch)
     int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
@@ -167,6 +172,8 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int acc
         int mr, nr
         int mc, kc, nc
+        int cache_blocks
+    void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
     const gk_gemm_kernel *const gk_gemm_wide_tile_families[]

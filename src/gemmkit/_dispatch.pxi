@@ -43,11 +43,21 @@ def _set_isa(name):
 def _qgemm_family_info():
     """Block sizes of the int8 family in use (tests derive their shapes from them):
     register tile mr x nr, depth step kstep, the small-M limit (0: none), packed element
-    sizes, and the depth beyond which the driver runs chunks."""
+    sizes, the depth block kc (deeper products run in blocks of at most kc) and the depth
+    beyond which the driver runs chunks."""
     cdef const gk_qgemm_kernel *k = gk_qgemm_active()
     return {"isa": k.isa.decode(), "mr": k.mr, "nr": k.nr, "kstep": k.kstep,
             "smallm_max": k.smallm_max, "a_elem_bytes": k.a_elem_bytes,
-            "b_elem_bytes": k.b_elem_bytes, "kchunk": _QGEMM_KCHUNK}
+            "b_elem_bytes": k.b_elem_bytes, "kc": gk_qgemm_kc(k), "kchunk": _QGEMM_KCHUNK}
+
+
+def _qgemm_blocking(int m, int n, int k, bint requant):
+    """How the int8 family in use blocks a packed m x n x k product (tests build their
+    shapes from it): depth blocks (kcb deep, nblk of them), A blocks of mc rows, B blocks
+    of nc columns, and ms rows per partial-sum scratch of a requantized output."""
+    cdef gk_qgemm_blocking bl
+    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, requant, &bl)
+    return {"kcb": bl.kcb, "nblk": bl.nblk, "mc": bl.mc, "nc": bl.nc, "ms": bl.ms}
 
 
 def _engines():

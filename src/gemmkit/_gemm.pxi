@@ -48,9 +48,11 @@ def _gemm_family_info(dtype):
     if dt < 0:
         raise TypeError(f"_gemm_family_info: unsupported dtype {x.dtype}; supported: "
                         f"{_GK_GEMM_SUPPORTED}")
+    cdef int mc, kc, nc
     k = gk_gemm_kernel_for(dt)
-    return {"isa": k.isa.decode("ascii"), "mr": k.mr, "nr": k.nr, "mc": k.mc, "kc": k.kc,
-            "nc": k.nc}
+    gk_gemm_blocking(k, &mc, &kc, &nc)  # the sizes the driver runs with (runtime caches)
+    return {"isa": k.isa.decode("ascii"), "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc,
+            "nc": nc}
 
 
 # ---- scalar arguments ------------------------------------------------------------------

@@ -96,6 +96,15 @@ static epi_cfg make_epi(int M, int N, int kind, int pat, int zmode)
         c.za[i] = zmode == 0 ? 0 : zmode == 1 ? rnd_in(0, 383) : (int32_t)rnd();
     for (int j = 0; j < N; j++)
         c.zb[j] = zmode == 0 ? rnd_in(-255, 127) : zmode == 1 ? rnd_in(-255, 127) : (int32_t)rnd();
+    if (zmode == 3) { /* one za, one zb: per-tensor zero points, the separable correction */
+        const int wide = (int)(rnd() & 1);
+        const int32_t a0 = wide ? (int32_t)rnd() : rnd_in(0, 383);
+        const int32_t b0 = wide ? (int32_t)rnd() : rnd_in(-255, 127);
+        for (int i = 0; i < M; i++)
+            c.za[i] = a0;
+        for (int j = 0; j < N; j++)
+            c.zb[j] = b0;
+    }
     size_t n = (size_t)M * N + 1;
     c.mult = (float *)xmalloc(sizeof(float) * n);
     c.yzp = (int32_t *)xmalloc(sizeof(int32_t) * n);
@@ -123,38 +132,90 @@ static void free_epi(epi_cfg *c)
 
 #define GUARD 3 /* extra columns right of the output and a row below it */
 
-/* Reference driver: pack everything, one ukernel per tile.  Writes y (ldy = N + GUARD),
- * the packed sums into rowsum/colsum. */
+/* Reference driver: pack everything, one ukernel per tile, depth in blocks of kb (a
+ * multiple of kstep; kb >= K: one block, part_mode NONE) as gk_qgemm_driver.c runs them:
+ * each block packed at its own depth, its row / column sums added up, its partial sums
+ * kept in y itself (in_y, int32 output only) or in a scratch whose origin (part_m0,
+ * part_n0) is not (0, 0).  Writes y (ldy = N + GUARD), the whole depth's sums into
+ * rowsum/colsum.  With one za over all rows and one zb over all columns it also gives
+ * the kernels the separable correction (gk_qepi.row_corr / col_corr). */
 static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, uint8_t ax,
-                       mat8 *B, uint8_t bx, epi_cfg *c, void *y, int32_t *rowsum, int32_t *colsum)
+                       mat8 *B, uint8_t bx, epi_cfg *c, void *y, int32_t *rowsum, int32_t *colsum,
+                       int kb, int in_y)
 {
-    int kp = (K + kr->kstep - 1) / kr->kstep * kr->kstep;
+    const int nblk = kb >= K ? 1 : (K + kb - 1) / kb, kbk = kb >= K ? K : kb;
+    int kbp = (kbk + kr->kstep - 1) / kr->kstep * kr->kstep;
     int mp = (M + kr->mr - 1) / kr->mr * kr->mr, np = (N + kr->nr - 1) / kr->nr * kr->nr;
-    size_t asz = (size_t)mp * kp * kr->a_elem_bytes, bsz = (size_t)np * kp * kr->b_elem_bytes;
+    size_t asz = (size_t)mp * kbp * kr->a_elem_bytes, bsz = (size_t)np * kbp * kr->b_elem_bytes;
     uint8_t *pa = (uint8_t *)xmalloc(asz + 64), *pb = (uint8_t *)xmalloc(bsz + 64);
-    memset(pa, 0xA5, asz + 64); /* the packers must write every byte they own */
-    memset(pb, 0x5A, bsz + 64);
-    kr->pack_a(M, K, A->p, A->rs, A->cs, ax, pa, rowsum);
-    kr->pack_b(K, N, B->p, B->rs, B->cs, bx, pb, colsum);
+    int32_t *rsb = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)M + 4);
+    int32_t *csb = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)N + 4);
     int32_t *cc = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)N);
-    for (int j = 0; j < N; j++)
-        cc[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)K * (uint32_t)c->zb[j]);
+    int32_t *rc = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)M);
+    int32_t *colc = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)N);
+    int32_t *scratch = NULL;
+    int separable = 1;
+    for (int i = 1; i < M; i++)
+        separable &= c->za[i] == c->za[0];
+    for (int j = 1; j < N; j++)
+        separable &= c->zb[j] == c->zb[0];
     gk_qepi e;
+    memset(&e, 0, sizeof e); /* part_mode NONE, no separable correction */
     e.kind = c->kind; e.a_rowsum = rowsum; e.a_zp = c->za; e.b_zp = c->zb; e.b_colcorr = cc;
     e.mult = c->mult; e.mult_rs = c->mult_rs; e.mult_cs = c->mult_cs;
     e.y_zp = c->yzp; e.yzp_rs = c->yzp_rs; e.yzp_cs = c->yzp_cs;
     e.y = y; e.ldy = N + GUARD; e.k = K;
-    if (kr->begin) /* the driver's contract: begin/end around the ukernel calls (AMX tiles) */
-        kr->begin();
-    for (int m0 = 0; m0 < M; m0 += kr->mr)
-        for (int n0 = 0; n0 < N; n0 += kr->nr) {
-            int mv = M - m0 < kr->mr ? M - m0 : kr->mr, nv = N - n0 < kr->nr ? N - n0 : kr->nr;
-            kr->ukernel(mv, nv, kp, pa + (size_t)m0 * kp * kr->a_elem_bytes,
-                        pb + (size_t)n0 * kp * kr->b_elem_bytes, &e, m0, n0);
+    if (separable) {
+        e.row_corr = rc;
+        e.col_corr = colc;
+    }
+    if (nblk > 1 && in_y && c->kind == GK_QOUT_I32) {
+        e.part = (int32_t *)y;
+        e.part_ld = N + GUARD;
+    } else if (nblk > 1) {
+        /* element (m, n) at scratch[m * ld + n], reached from an origin inside it; the
+         * garbage fill checks that STORE overwrites */
+        const int ld = N + 5, r0 = rnd_in(0, 7), c0 = rnd_in(0, 4);
+        scratch = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)(M + 8) * ld);
+        memset(scratch, 0xEE, sizeof(int32_t) * (size_t)(M + 8) * ld);
+        e.part = scratch + (size_t)r0 * ld + c0;
+        e.part_ld = ld;
+        e.part_m0 = r0;
+        e.part_n0 = c0;
+    }
+    for (int b = 0, pc = 0; b < nblk; b++, pc += kbk) {
+        const int kcur = K - pc < kbk ? K - pc : kbk, last = b == nblk - 1;
+        const int kcp = (kcur + kr->kstep - 1) / kr->kstep * kr->kstep;
+        memset(pa, 0xA5, asz + 64); /* the packers must write every byte they own */
+        memset(pb, 0x5A, bsz + 64);
+        kr->pack_a(M, kcur, A->p + (ptrdiff_t)pc * A->cs, A->rs, A->cs, ax, pa, b ? rsb : rowsum);
+        kr->pack_b(kcur, N, B->p + (ptrdiff_t)pc * B->rs, B->rs, B->cs, bx, pb, b ? csb : colsum);
+        for (int i = 0; b && i < M; i++)
+            rowsum[i] = (int32_t)((uint32_t)rowsum[i] + (uint32_t)rsb[i]);
+        for (int j = 0; b && j < N; j++)
+            colsum[j] = (int32_t)((uint32_t)colsum[j] + (uint32_t)csb[j]);
+        if (last) {
+            for (int j = 0; j < N; j++) {
+                cc[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)K * (uint32_t)c->zb[j]);
+                colc[j] = (int32_t)((uint32_t)c->za[0] * (uint32_t)cc[j]);
+            }
+            for (int i = 0; i < M; i++)
+                rc[i] = (int32_t)((uint32_t)rowsum[i] * (uint32_t)c->zb[0]);
         }
-    if (kr->end)
-        kr->end();
-    free(pa); free(pb); free(cc);
+        e.part_mode = nblk == 1 ? GK_QPART_NONE : b == 0 ? GK_QPART_STORE
+                      : last ? GK_QPART_FINISH : GK_QPART_ACC;
+        if (kr->begin) /* the driver's contract: begin/end around the ukernel calls (AMX) */
+            kr->begin();
+        for (int m0 = 0; m0 < M; m0 += kr->mr)
+            for (int n0 = 0; n0 < N; n0 += kr->nr) {
+                int mv = M - m0 < kr->mr ? M - m0 : kr->mr, nv = N - n0 < kr->nr ? N - n0 : kr->nr;
+                kr->ukernel(mv, nv, kcp, pa + (size_t)m0 * kcp * kr->a_elem_bytes,
+                            pb + (size_t)n0 * kcp * kr->b_elem_bytes, &e, m0, n0);
+            }
+        if (kr->end)
+            kr->end();
+    }
+    free(pa); free(pb); free(rsb); free(csb); free(cc); free(rc); free(colc); free(scratch);
 }
 
 static void run_smallm(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, uint8_t ax,
@@ -168,6 +229,7 @@ static void run_smallm(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
         rowsum[i] = (int32_t)s;
     }
     gk_qepi e;
+    memset(&e, 0, sizeof e);
     e.kind = c->kind; e.a_rowsum = rowsum; e.a_zp = c->za; e.b_zp = c->zb; e.b_colcorr = NULL;
     e.mult = c->mult; e.mult_rs = c->mult_rs; e.mult_cs = c->mult_cs;
     e.y_zp = c->yzp; e.yzp_rs = c->yzp_rs; e.yzp_cs = c->yzp_cs;
@@ -206,13 +268,29 @@ static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int
     int32_t *rs0 = (int32_t *)xmalloc(4 * (size_t)M + 4), *rs1 = (int32_t *)xmalloc(4 * (size_t)M + 4);
     int32_t *cs0 = (int32_t *)xmalloc(4 * (size_t)N + 4), *cs1 = (int32_t *)xmalloc(4 * (size_t)N + 4);
     memset(y0, 0xCD, ysz);
-    run_packed(scalar_kernel, M, N, K, &A, ax, &B, bx, &c, y0, rs0, cs0);
+    run_packed(scalar_kernel, M, N, K, &A, ax, &B, bx, &c, y0, rs0, cs0, K, 0);
     if (kr != scalar_kernel) {
         memset(y1, 0xCD, ysz);
-        run_packed(kr, M, N, K, &A, ax, &B, bx, &c, y1, rs1, cs1);
+        run_packed(kr, M, N, K, &A, ax, &B, bx, &c, y1, rs1, cs1, K, 0);
         check(kr->isa, "packed", memcmp(y0, y1, ysz) == 0, M, N, K, la, lb, &c, ax, bx);
         check(kr->isa, "rowsum", memcmp(rs0, rs1, 4 * (size_t)M) == 0, M, N, K, la, lb, &c, ax, bx);
         check(kr->isa, "colsum", memcmp(cs0, cs1, 4 * (size_t)N) == 0, M, N, K, la, lb, &c, ax, bx);
+    }
+    if (K > kr->kstep) {
+        /* depth blocks (at most ~64 of them), every family the oracle included */
+        int kb = rnd_in(K / 64 > 1 ? K / 64 : 1, K - 1);
+        kb = (kb + kr->kstep - 1) / kr->kstep * kr->kstep;
+        if (kb < K) {
+            int in_y = (int)(rnd() & 1);
+            memset(y1, 0xCD, ysz);
+            run_packed(kr, M, N, K, &A, ax, &B, bx, &c, y1, rs1, cs1, kb, in_y);
+            check(kr->isa, in_y ? "kblocks-y" : "kblocks", memcmp(y0, y1, ysz) == 0, M, N, K,
+                  la, lb, &c, ax, bx);
+            check(kr->isa, "kblocks-rowsum", memcmp(rs0, rs1, 4 * (size_t)M) == 0, M, N, K, la,
+                  lb, &c, ax, bx);
+            check(kr->isa, "kblocks-colsum", memcmp(cs0, cs1, 4 * (size_t)N) == 0, M, N, K, la,
+                  lb, &c, ax, bx);
+        }
     }
     if (kr->smallm && M <= kr->smallm_max && B.cs == 1) {
         memset(y1, 0xCD, ysz);
@@ -241,7 +319,7 @@ static void test_family(const gk_qgemm_kernel *kr)
             int K = ks[rnd_in(0, NKS - 1)];
             one_case(kr, M, N, K, rnd_in(0, LAY_COUNT - 1), rnd_in(0, LAY_COUNT - 2), 0,
                      (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
-                     rnd_in(0, N_PAT - 1), rnd_in(0, 2));
+                     rnd_in(0, N_PAT - 1), rnd_in(0, 3));
         }
     /* every K near the k-step and every layout pair, small M (small-M path) and large */
     for (int ki = 0; ki < NKS; ki++)
@@ -250,12 +328,12 @@ static void test_family(const gk_qgemm_kernel *kr)
                 int M = (la + lb) % 2 ? rnd_in(1, 17) : rnd_in(9, 40);
                 one_case(kr, M, rnd_in(1, 70), ks[ki], la, lb, rnd_in(0, 2),
                          (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
-                         rnd_in(0, N_PAT - 1), rnd_in(0, 2));
+                         rnd_in(0, N_PAT - 1), rnd_in(0, 3));
             }
     /* every epilogue kind x pattern x zero-point mode */
     for (int kind = 0; kind < 3; kind++)
         for (int pat = 0; pat < N_PAT; pat++)
-            for (int z = 0; z < 3; z++) {
+            for (int z = 0; z < 4; z++) {
                 one_case(kr, rnd_in(1, 8), rnd_in(1, 130), rnd_in(1, 300), LAY_ROW, LAY_ROW, 0,
                          0, 0x80, kind, pat, z);
                 one_case(kr, rnd_in(9, 70), rnd_in(1, 130), rnd_in(1, 300), LAY_COL, LAY_ROW, 2,
@@ -275,12 +353,21 @@ static void test_family(const gk_qgemm_kernel *kr)
     one_case(kr, 17, 17, 70000, LAY_ROW, LAY_COL, 1, 0, 0, GK_QOUT_I32, 0, 2);
     one_case(kr, 2, 65, 70003, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_I32, 0, 1);
     one_case(kr, 7, 40, 40000, LAY_STRIDED, LAY_ROW, 2, 0x80, 0, GK_QOUT_U8, 2, 2);
+    one_case(kr, 40, 70, 40000, LAY_ROW, LAY_ROW, 1, 0x80, 0x80, GK_QOUT_I32, 0, 3);
+    one_case(kr, 33, 64, 70001, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_U8, 1, 3);
+    /* whole tiles of every family (and edges) at depths the driver blocks: the vector
+     * partial-sum paths of every mode, every epilogue kind, both correction forms */
+    for (int kind = 0; kind < 3; kind++)
+        for (int z = 0; z < 4; z++)
+            one_case(kr, rnd_in(0, 1) ? 64 : 65, rnd_in(0, 1) ? 96 : 97, rnd_in(600, 2100),
+                     LAY_ROW, LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
+                     (rnd() & 1) ? 0x80 : 0, kind, rnd_in(0, N_PAT - 1), z);
     /* small M (every size up to the largest smallm_max, 16, and one past) with wide N:
      * several stack chunks of column accumulators */
     for (int m = 1; m <= 17; m++)
         one_case(kr, m, rnd_in(4000, 9000), rnd_in(20, 70), LAY_ROW, LAY_ROW, 0,
                  (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1),
-                 rnd_in(0, 2));
+                 rnd_in(0, 3));
     /* the small-M accumulator chunk (gk_x86_smallm_accbuf: 384 KB of int32 rows) ends
      * inside N: 1 row + column sums = 49152 columns, 16 + 1 rows = 5760 columns */
     for (int z = 1; z <= 2; z++) {

@@ -91,10 +91,59 @@ unsigned gk_cpu_features_x86(void)
             f |= GK_CPU_AVX512BW;
         if (ebx7 & (1u << 31))
             f |= GK_CPU_AVX512VL;
+        if (ebx7 & (1u << 17))
+            f |= GK_CPU_AVX512DQ;
         if (ecx7 & (1u << 11))
             f |= GK_CPU_AVX512VNNI;
     }
     return f;
+}
+
+/* Cache sizes (bytes; 0 where not reported) from the deterministic cache parameters:
+ * CPUID leaf 4 (Intel) or 0x8000001D (AMD with TOPOEXT), one subleaf per cache, size =
+ * ways * partitions * line size * sets; failing those, AMD's legacy 0x80000005 /
+ * 0x80000006 (L1D in KB, L2 in KB, L3 in 512 KB units).  CPUID only. */
+void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3)
+{
+    unsigned r[4], leaf = 0;
+    *l1d = *l2 = *l3 = 0;
+    cpuid(0, 0, r);
+    const unsigned max_leaf = r[0];
+    const int amd = r[1] == 0x68747541u; /* "Auth"enticAMD */
+    cpuid(0x80000000u, 0, r);
+    const unsigned max_ext = r[0];
+    if (!amd && max_leaf >= 4) {
+        leaf = 4;
+    } else if (amd && max_ext >= 0x8000001Du) {
+        cpuid(0x80000001u, 0, r);
+        if (r[2] & (1u << 22)) /* TOPOEXT */
+            leaf = 0x8000001Du;
+    }
+    if (leaf) {
+        for (unsigned sub = 0; sub < 16; sub++) {
+            cpuid(leaf, sub, r);
+            const unsigned type = r[0] & 31, level = (r[0] >> 5) & 7;
+            if (type == 0)
+                break;
+            if (type == 2) /* instruction cache */
+                continue;
+            const size_t size = (size_t)((r[1] >> 22) + 1) * (((r[1] >> 12) & 0x3FF) + 1) *
+                                ((r[1] & 0xFFF) + 1) * ((size_t)r[2] + 1);
+            if (level == 1)
+                *l1d = size;
+            else if (level == 2)
+                *l2 = size;
+            else if (level == 3)
+                *l3 = size;
+        }
+    }
+    if (amd && *l1d == 0 && max_ext >= 0x80000006u) {
+        cpuid(0x80000005u, 0, r);
+        *l1d = (size_t)(r[2] >> 24) << 10;
+        cpuid(0x80000006u, 0, r);
+        *l2 = (size_t)(r[2] >> 16) << 10;
+        *l3 = (size_t)(r[3] >> 18) << 19;
+    }
 }
 
 #else

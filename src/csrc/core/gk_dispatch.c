@@ -11,12 +11,15 @@
 
 unsigned gk_cpu_features_x86(void);
 unsigned gk_cpu_features_arm(void);
+void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3);
 int gk_amx_request_permission(void);
 
 /* ---- levels ------------------------------------------------------------------------ */
 
 #define X86_AVX2 (GK_CPU_AVX2 | GK_CPU_FMA | GK_CPU_F16C)
 #define X86_AVX512 (GK_CPU_AVX512F | GK_CPU_AVX512BW | GK_CPU_AVX512VL | GK_CPU_AVX2 | GK_CPU_FMA)
+/* the avx512 group's flags (setup.py): F/BW/VL/DQ + AVX2/FMA/F16C */
+#define X86_AVX512_FULL (X86_AVX512 | GK_CPU_AVX512DQ | GK_CPU_F16C)
 
 typedef struct {
     const char *name;
@@ -24,12 +27,15 @@ typedef struct {
 } gk_level;
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-enum { L_SCALAR, L_SSE41, L_AVX2, L_AVXVNNI, L_AVX512VNNI, L_AMX, L_COUNT };
+enum { L_SCALAR, L_SSE41, L_AVX2, L_AVXVNNI, L_AVX512, L_AVX512VNNI, L_AMX, L_COUNT };
 static const gk_level levels[L_COUNT] = {
     {"scalar", 0},
     {"sse41", GK_CPU_SSE41},
     {"avx2", X86_AVX2},
     {"avxvnni", GK_CPU_AVXVNNI | GK_CPU_AVX2 | GK_CPU_FMA},
+    /* no int8 family of its own: the int8 engine runs the best one below (avxvnni where
+     * the CPU has it, else avx2) */
+    {"avx512", X86_AVX512_FULL},
     {"avx512vnni", X86_AVX512 | GK_CPU_AVX512VNNI},
     {"amx", X86_AVX512 | GK_CPU_AVX512VNNI | GK_CPU_AMXINT8},
 };
@@ -90,11 +96,23 @@ typedef struct {
 /* One row per element type, most specific first, ended by its scalar family.  A SIMD
  * family plugs in as {&gk_gemm_f32_avx2, L_AVX2} before the scalar entry of its row. */
 #define GEMM_ROW_MAX 8
+#ifdef GK_HAVE_AVX512
+#define GK_GEMM_AVX512(fam) {&fam, L_AVX512},
+#else
+#define GK_GEMM_AVX512(fam)
+#endif
+#ifdef GK_HAVE_AVX2
+#define GK_GEMM_AVX2(fam) {&fam, L_AVX2},
+#else
+#define GK_GEMM_AVX2(fam)
+#endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_F16] = {{&gk_gemm_f16_scalar, L_SCALAR}},
     [GK_DT_BF16] = {{&gk_gemm_bf16_scalar, L_SCALAR}},
-    [GK_DT_F32] = {{&gk_gemm_f32_scalar, L_SCALAR}},
-    [GK_DT_F64] = {{&gk_gemm_f64_scalar, L_SCALAR}},
+    [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
+                   {&gk_gemm_f32_scalar, L_SCALAR}},
+    [GK_DT_F64] = {GK_GEMM_AVX512(gk_gemm_f64_avx512) GK_GEMM_AVX2(gk_gemm_f64_avx2)
+                   {&gk_gemm_f64_scalar, L_SCALAR}},
     [GK_DT_I32] = {{&gk_gemm_i32_scalar, L_SCALAR}},
     [GK_DT_U32] = {{&gk_gemm_u32_scalar, L_SCALAR}},
     [GK_DT_I64] = {{&gk_gemm_i64_scalar, L_SCALAR}},
@@ -137,6 +155,24 @@ unsigned gk_cpu_features(void)
     return features;
 }
 
+static volatile int caches_done;
+static gk_cpu_cache_sizes caches;
+
+const gk_cpu_cache_sizes *gk_cpu_caches(void)
+{
+    if (!caches_done) { /* idempotent: racing threads store the same values */
+        size_t l1d = 0, l2 = 0, l3 = 0;
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+        gk_cpu_caches_x86(&l1d, &l2, &l3);
+#endif
+        caches.l1d = l1d;
+        caches.l2 = l2;
+        caches.l3 = l3;
+        caches_done = 1;
+    }
+    return &caches;
+}
+
 static const struct {
     unsigned bit;
     const char *name;
@@ -144,7 +180,8 @@ static const struct {
     {GK_CPU_SSE41, "sse4.1"},        {GK_CPU_AVX2, "avx2"},
     {GK_CPU_FMA, "fma"},             {GK_CPU_F16C, "f16c"},
     {GK_CPU_AVX512F, "avx512f"},     {GK_CPU_AVX512BW, "avx512bw"},
-    {GK_CPU_AVX512VL, "avx512vl"},   {GK_CPU_AVX512VNNI, "avx512vnni"},
+    {GK_CPU_AVX512VL, "avx512vl"},   {GK_CPU_AVX512DQ, "avx512dq"},
+    {GK_CPU_AVX512VNNI, "avx512vnni"},
     {GK_CPU_AVXVNNI, "avxvnni"},     {GK_CPU_AVX512BF16, "avx512bf16"},
     {GK_CPU_AMXINT8, "amx-int8"},
     {GK_CPU_NEON, "neon"},           {GK_CPU_NEONDOT, "dotprod"},

@@ -9,22 +9,41 @@
  * (run_one); where consecutive matrices share B it is packed once, whole, into a cache
  * they all read (bcache).
  *
- * Loop order of one product (BLIS-style): N blocks of nc columns (packed B block, ~GK_QGEMM_NC_BYTES)
- * -> M blocks of mc rows (packed A block, ~GK_QGEMM_MC_BYTES) -> nr-wide B micro-panels
- * (stay in L1) -> mr-high A micro-panels.  Up to GK_QGEMM_KCHUNK, K is never split: each
- * micro-kernel call sees the whole depth, so it can finish its tile (zero-point
- * correction, requantization) in registers and no int32 [M, N] intermediate exists.
- * Deeper products run chunk by chunk (run_k_chunked). */
+ * Loop order of one product (BLIS-style, gk_qgemm_blocking_of): N blocks of nc columns
+ * (packed B block, half of L2) -> depth blocks of at most kc (gk_qgemm_kc: the B
+ * micro-panel fills half of L1) -> M blocks of mc rows (packed A block, a quarter of L2)
+ * -> nr-wide B micro-panels (stay in L1) -> mr-high A micro-panels.  A product no
+ * deeper than kc runs in one depth block: each micro-kernel call sees the whole depth
+ * and finishes its tile (zero-point correction, requantization) in registers.  Deeper
+ * ones keep the int32 sums of the earlier blocks in the int32 output itself, or in a
+ * scratch for requantized outputs, and the last block's call finishes the tile
+ * (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond GK_QGEMM_KCHUNK
+ * products run chunk by chunk (run_k_chunked), each chunk blocked the same way. */
 #include <float.h>
 #include <limits.h>
 #include <string.h>
 
 #include "gemmkit/gk_qgemm_driver.h"
+#include "gemmkit/gk_dispatch.h"
 #include "core/gk_alloc.h"
 #include "gemmkit/gk_parallel.h"
 
-#define GK_QGEMM_MC_BYTES (256 * 1024)
-#define GK_QGEMM_NC_BYTES (1024 * 1024)
+/* gk_qgemm_blocking_of: the L2 sizes believed (else the default) for the packed blocks. */
+#define GK_QGEMM_L2_MIN ((size_t)128 << 10)
+#define GK_QGEMM_L2_MAX ((size_t)64 << 20)
+#define GK_QGEMM_L2_DEFAULT ((size_t)1 << 20)
+/* gk_qgemm_kc: the L1 data cache sizes believed (else the default), and the least kc
+ * (below it a call's fixed costs, the partial sums and the epilogue, would dominate). */
+#define GK_QGEMM_L1_MIN (16 * 1024)
+#define GK_QGEMM_L1_MAX (256 * 1024)
+#define GK_QGEMM_L1_DEFAULT (32 * 1024)
+#define GK_QGEMM_KC_MIN 256
+/* Largest partial-sum scratch of a requantized output (ms x nc int32): past it the rows
+ * run in groups of ms, each repacking B's blocks (a B block serves ms rows then). */
+#define GK_QGEMM_PART_BYTES ((size_t)8 << 20)
+/* int32 elements after each row of that scratch: nc is often a power of two, and a
+ * tile's 8 rows 4 KB apart would share one L1 set */
+#define GK_QGEMM_PART_PAD 16
 
 float gk_qmultiplier(float a_scale, float b_scale, float y_scale)
 {
@@ -90,8 +109,96 @@ static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
 
+/* ---- blocking ----------------------------------------------------------------------- */
+
+int gk_qgemm_kc(const gk_qgemm_kernel *kern)
+{
+    if (kern->kc > 0)
+        return kern->kc;
+    size_t l1 = gk_cpu_caches()->l1d;
+    if (l1 < GK_QGEMM_L1_MIN || l1 > GK_QGEMM_L1_MAX)
+        l1 = GK_QGEMM_L1_DEFAULT; /* not reported (or implausible): a common size */
+    size_t kc = l1 / 2 / ((size_t)kern->nr * (size_t)kern->b_elem_bytes);
+    kc = kc / (size_t)kern->kstep * (size_t)kern->kstep;
+    if (kc < GK_QGEMM_KC_MIN)
+        kc = round_up(GK_QGEMM_KC_MIN, (size_t)kern->kstep);
+    return (int)kc; /* <= L1_MAX / 2: fits */
+}
+
+/* K in nblk blocks of kcb depth, the last one [1, kcb] deep: kcb is a multiple of kstep
+ * (every block but the last packs without padding and starts a k-group) and at most
+ * gk_qgemm_kc; K <= kc (K == 0 included) is one block of K. */
+static void k_blocks(const gk_qgemm_kernel *kern, int K, int *kcb, int *nblk)
+{
+    const int kc = gk_qgemm_kc(kern);
+    if (K <= kc) {
+        *kcb = K;
+        *nblk = 1;
+        return;
+    }
+    /* n blocks of ceil(K / n) <= kc, rounded up to kstep: still <= kc (a multiple of
+     * kstep), and ceil(K / kcb) <= n of them cover K.  K <= KCHUNK: no overflow. */
+    const int n = (K + kc - 1) / kc;
+    const int b = (int)round_up((size_t)((K + n - 1) / n), (size_t)kern->kstep);
+    *kcb = b;
+    *nblk = (K + b - 1) / b;
+}
+
+void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
+                          gk_qgemm_blocking *bl)
+{
+    size_t l2 = gk_cpu_caches()->l2;
+    if (l2 < GK_QGEMM_L2_MIN || l2 > GK_QGEMM_L2_MAX)
+        l2 = GK_QGEMM_L2_DEFAULT;
+    k_blocks(kern, k, &bl->kcb, &bl->nblk);
+    const size_t kbp = round_up((size_t)bl->kcb, (size_t)kern->kstep);
+    size_t nc = n > 0 ? (size_t)n : 1, mc = m > 0 ? (size_t)m : 1, ms = mc;
+    if (kbp > 0) {
+        /* A block mc x kbp: a quarter of L2 (read again for every B micro-panel); B block
+         * kbp x nc: half of it (each micro-panel streams through L1 once per A block) */
+        size_t ncap = l2 / 2 / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
+        size_t mcap = l2 / 4 / (kbp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
+        if (ncap < (size_t)kern->nr)
+            ncap = kern->nr;
+        if (mcap < (size_t)kern->mr)
+            mcap = kern->mr;
+        if (nc > ncap)
+            nc = ncap;
+        if (mc > mcap)
+            mc = mcap;
+        /* the partial-sum scratch of a requantized output: ms x nc int32, ms a multiple
+         * of mc (so each is-block starts an mc block, and a panel) */
+        ms = m > 0 ? (size_t)m : 1;
+        if (requant && bl->nblk > 1 && ms * (nc + GK_QGEMM_PART_PAD) * 4 > GK_QGEMM_PART_BYTES) {
+            ms = GK_QGEMM_PART_BYTES / ((nc + GK_QGEMM_PART_PAD) * 4) / mc * mc;
+            if (ms < mc)
+                ms = mc;
+        }
+    }
+    bl->mc = (int)mc; /* each <= m or n (or a tile edge): fits */
+    bl->nc = (int)nc;
+    bl->ms = (int)ms;
+}
+
+/* Row and column (real) sums of one depth block added into the whole depth's, mod 2^32
+ * (uint32: the ONNX int32 wrap). */
+static void add_sums(int32_t *tot, const int32_t *blk, int n)
+{
+    for (int i = 0; i < n; i++)
+        tot[i] = (int32_t)((uint32_t)tot[i] + (uint32_t)blk[i]);
+}
+
 /* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
- * packed into bc when given (and not there yet), else block by block. */
+ * packed into bc when given (and not there yet), else block by block.
+ *
+ * Loops (BLIS): jc (nc columns) -> is (ms rows sharing one partial-sum scratch; all M
+ * but for requantized outputs with a huge M) -> pc (depth blocks, k_blocks) -> ic (mc
+ * rows, a packed A block mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
+ * B block of (jc, pc) is packed once per is (or read from bc); the first depth block
+ * of a tile stores its int32 sums, the middle ones add to them, the last one adds
+ * them and finishes the tile (gk_qepi.part_mode).  The row sums (pack_a) and column
+ * sums (pack_b) of the blocks are added up, so the last block's epilogue sees the
+ * whole depth's. */
 static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                    bcache *bc)
 {
@@ -119,34 +226,37 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int yzp_rows = requant && (p->yzp_rs != 0 || rm->yzp != 0) ? M : 1;
     const int yzp_cols = requant && p->yzp_cs != 0 ? N : 1;
 
-    const size_t kp = round_up((size_t)K, (size_t)kern->kstep);
-    size_t nc = N, mc = M;
-    if (!use_smallm && kp > 0) {
-        size_t ncap = GK_QGEMM_NC_BYTES / (kp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
-        size_t mcap = GK_QGEMM_MC_BYTES / (kp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
-        if (ncap < (size_t)kern->nr)
-            ncap = kern->nr;
-        if (mcap < (size_t)kern->mr)
-            mcap = kern->mr;
-        if (nc > ncap)
-            nc = ncap;
-        if (mc > mcap)
-            mc = mcap;
-    }
-    const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kp * kern->a_elem_bytes;
-    const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kp * kern->b_elem_bytes;
+    gk_qgemm_blocking bl = {K, 1, M, N, M};
+    if (!use_smallm)
+        gk_qgemm_blocking_of(kern, M, N, K, requant, &bl);
+    const int kcb = bl.kcb, nblk = bl.nblk;
+    const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
+    const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
+    const size_t np_all = round_up((size_t)N, (size_t)kern->nr);
+    const int use_part_scratch = requant && nblk > 1;
+    const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
+    const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kbp * kern->b_elem_bytes;
+    /* column sums: the block being packed + the running total (nc each); a cache being
+     * filled needs N for one block's */
+    const size_t colsums = use_smallm ? 0 : cached ? (nblk > 1 ? (size_t)N : 0) : 2 * nc;
 
     /* One allocation for every per-call buffer, each 64-byte aligned. */
-    size_t off[9], total = 0;
-    const size_t sizes[9] = {
+    enum { NBUF = 11 };
+    size_t off[NBUF], total = 0;
+    const size_t sizes[NBUF] = {
         (size_t)M * 4, (size_t)M * 4, (size_t)N * 4, (size_t)N * 4,            /* za, rowsum, zb, colcorr */
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
-        apack, bpack, cached ? 0 : (size_t)nc * 4,                             /* packs, colsum */
+        apack, bpack, colsums * 4,                                             /* packs, colsums */
+        nblk > 1 ? mc * 4 : 0,                                                 /* one block's row sums */
+        use_part_scratch ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,             /* partial sums */
     };
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < NBUF; i++) {
         off[i] = total;
         total += gk_round64(sizes[i]);
     }
+    /* the separable zero-point correction (gk_qepi.row_corr / col_corr): M + N more */
+    const size_t corr_off = total;
+    total += gk_round64((size_t)M * 4) + gk_round64((size_t)N * 4);
     unsigned char *mem = (unsigned char *)gk_aligned_alloc(total);
     if (!mem)
         return -1;
@@ -158,7 +268,12 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     int32_t *yzp = (int32_t *)(mem + off[5]);
     void *ap = mem + off[6];
     void *bp = mem + off[7];
-    int32_t *colsum = (int32_t *)(mem + off[8]);
+    int32_t *colsum_blk = (int32_t *)(mem + off[8]);
+    int32_t *colsum = colsum_blk + (cached ? 0 : nc); /* running total (uncached) */
+    int32_t *rowsum_blk = (int32_t *)(mem + off[9]);
+    int32_t *part = (int32_t *)(mem + off[10]);
+    int32_t *row_corr = (int32_t *)(mem + corr_off);
+    int32_t *col_corr = (int32_t *)(mem + corr_off + gk_round64((size_t)M * 4));
 
     for (int i0 = 0, t = 0; i0 < M; i0 += rm->mi, t++)
         for (int i = 0; i < rm->mi; i++)
@@ -166,6 +281,12 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                                   : 0) + a_shift;
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
+    /* za one value over the rows and zb one over the columns: the correction separates */
+    int separable = 1;
+    for (int i = 1; i < M && separable; i++)
+        separable = za[i] == za[0];
+    for (int j = 1; j < N && separable; j++)
+        separable = zb[j] == zb[0];
 
     gk_qepi epi;
     memset(&epi, 0, sizeof epi);
@@ -214,53 +335,104 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     }
 
     epi.b_colcorr = colcorr;
+    if (separable) {
+        epi.row_corr = row_corr;
+        epi.col_corr = col_corr;
+    }
+    if (nblk > 1) {
+        if (use_part_scratch) {
+            epi.part = part;
+            epi.part_ld = (ptrdiff_t)(nc + GK_QGEMM_PART_PAD);
+        } else { /* int32 output: the sums wait in y itself (column stride 1) */
+            epi.part = (int32_t *)p->y;
+            epi.part_ld = p->ldy;
+        }
+    }
     if (cached && bc->b != p->b) {
-        /* the whole of B in nr-column panels: block jc (a multiple of nr) starts at
-         * panel jc / nr, exactly where packing block by block would put it */
-        kern->pack_b(K, N, p->b, p->b_rs, p->b_cs, b_xor, bc->mem, bc->colsum);
+        /* the whole of B, depth block after depth block, each in nr-column panels:
+         * block pc (every earlier one kbp deep) starts at np_all * pc, and its block jc
+         * (a multiple of nr) at panel jc / nr, where packing block by block puts it */
+        for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
+            const int kcur = K - pc < kcb ? K - pc : kcb;
+            kern->pack_b(kcur, N, p->b + (ptrdiff_t)pc * p->b_rs, p->b_rs, p->b_cs, b_xor,
+                         bc->mem + np_all * (size_t)pc * kern->b_elem_bytes,
+                         b == 0 ? bc->colsum : colsum_blk);
+            if (b > 0)
+                add_sums(bc->colsum, colsum_blk, N);
+        }
         bc->b = p->b;
     }
     if (kern->begin)
         kern->begin();
     for (size_t jc = 0; jc < (size_t)N; jc += nc) {
         const int ncur = (int)((size_t)N - jc < nc ? (size_t)N - jc : nc);
-        const int32_t *cs = colsum;
-        if (cached) {
-            bp = bc->mem + jc * kp * kern->b_elem_bytes;
-            cs = bc->colsum + jc;
-        } else {
-            kern->pack_b(K, ncur, p->b + (ptrdiff_t)jc * p->b_cs, p->b_rs, p->b_cs, b_xor, bp,
-                         colsum);
-        }
-        for (int j = 0; j < ncur; j++)
-            colcorr[jc + j] = (int32_t)((uint32_t)cs[j] - (uint32_t)K * (uint32_t)zb[jc + j]);
-        for (size_t ic = 0; ic < (size_t)M; ic += mc) {
-            const int mcur = (int)((size_t)M - ic < mc ? (size_t)M - ic : mc);
-            if (!rm->a_seg) {
-                kern->pack_a(mcur, K, p->a + (ptrdiff_t)ic * p->a_rs, p->a_rs, p->a_cs, a_xor,
-                             ap, rowsum + ic);
-            } else {
-                /* pieces start at ic or at a matrix boundary: multiples of mr, so each
-                 * starts a panel, where packing the block whole would put it */
-                for (int r0 = (int)ic, end = (int)ic + mcur; r0 < end;) {
-                    const int t = r0 / rm->mi, i = r0 - t * rm->mi;
-                    const int n = rm->mi - i < end - r0 ? rm->mi - i : end - r0;
-                    kern->pack_a(n, K, p->a + t * rm->a + i * p->a_rs, p->a_rs, p->a_cs, a_xor,
-                                 (unsigned char *)ap + (size_t)(r0 - (int)ic) * kp * kern->a_elem_bytes,
-                                 rowsum + r0);
-                    r0 += n;
+        for (size_t is = 0; is < (size_t)M; is += ms) {
+            const size_t iend = (size_t)M - is < ms ? (size_t)M : is + ms;
+            for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
+                const int kcur = K - pc < kcb ? K - pc : kcb, last = b == nblk - 1;
+                const size_t kcp = round_up((size_t)kcur, (size_t)kern->kstep);
+                const int32_t *cs = colsum;
+                if (cached) {
+                    bp = bc->mem + (np_all * (size_t)pc + jc * kcp) * kern->b_elem_bytes;
+                    cs = bc->colsum + jc;
+                } else {
+                    kern->pack_b(kcur, ncur, p->b + (ptrdiff_t)pc * p->b_rs + (ptrdiff_t)jc * p->b_cs,
+                                 p->b_rs, p->b_cs, b_xor, bp, b == 0 ? colsum : colsum_blk);
+                    if (b > 0)
+                        add_sums(colsum, colsum_blk, ncur);
                 }
-            }
-            for (int jr = 0; jr < ncur; jr += kern->nr) {
-                const unsigned char *bpanel =
-                    (const unsigned char *)bp + (size_t)jr * kp * kern->b_elem_bytes;
-                const int nrv = ncur - jr < kern->nr ? ncur - jr : kern->nr;
-                for (int ir = 0; ir < mcur; ir += kern->mr) {
-                    const unsigned char *apanel =
-                        (const unsigned char *)ap + (size_t)ir * kp * kern->a_elem_bytes;
-                    const int mrv = mcur - ir < kern->mr ? mcur - ir : kern->mr;
-                    kern->ukernel(mrv, nrv, (int)kp, apanel, bpanel, &epi, (int)ic + ir,
-                                  (int)jc + jr);
+                if (last) {
+                    for (int j = 0; j < ncur; j++)
+                        colcorr[jc + j] = (int32_t)((uint32_t)cs[j] - (uint32_t)K * (uint32_t)zb[jc + j]);
+                    if (separable)
+                        for (int j = 0; j < ncur; j++)
+                            col_corr[jc + j] = (int32_t)((uint32_t)za[0] * (uint32_t)colcorr[jc + j]);
+                }
+                epi.part_mode = nblk == 1 ? GK_QPART_NONE
+                                : b == 0  ? GK_QPART_STORE
+                                : last    ? GK_QPART_FINISH
+                                          : GK_QPART_ACC;
+                if (use_part_scratch) {
+                    epi.part_m0 = (int)is;
+                    epi.part_n0 = (int)jc;
+                }
+                for (size_t ic = is; ic < iend; ic += mc) {
+                    const int mcur = (int)(iend - ic < mc ? iend - ic : mc);
+                    /* this block's row sums: straight into rowsum for the first block */
+                    int32_t *rsb = b == 0 ? rowsum + ic : rowsum_blk;
+                    if (!rm->a_seg) {
+                        kern->pack_a(mcur, kcur, p->a + (ptrdiff_t)ic * p->a_rs + (ptrdiff_t)pc * p->a_cs,
+                                     p->a_rs, p->a_cs, a_xor, ap, rsb);
+                    } else {
+                        /* pieces start at ic or at a matrix boundary: multiples of mr, so
+                         * each starts a panel, where packing the block whole would put it */
+                        for (int r0 = (int)ic, end = (int)ic + mcur; r0 < end;) {
+                            const int t = r0 / rm->mi, i = r0 - t * rm->mi;
+                            const int n = rm->mi - i < end - r0 ? rm->mi - i : end - r0;
+                            kern->pack_a(n, kcur, p->a + t * rm->a + i * p->a_rs + (ptrdiff_t)pc * p->a_cs,
+                                         p->a_rs, p->a_cs, a_xor,
+                                         (unsigned char *)ap + (size_t)(r0 - (int)ic) * kcp * kern->a_elem_bytes,
+                                         rsb + (r0 - (int)ic));
+                            r0 += n;
+                        }
+                    }
+                    if (b > 0)
+                        add_sums(rowsum + ic, rowsum_blk, mcur);
+                    if (last && separable)
+                        for (int i = 0; i < mcur; i++)
+                            row_corr[ic + i] = (int32_t)((uint32_t)rowsum[ic + i] * (uint32_t)zb[0]);
+                    for (int jr = 0; jr < ncur; jr += kern->nr) {
+                        const unsigned char *bpanel =
+                            (const unsigned char *)bp + (size_t)jr * kcp * kern->b_elem_bytes;
+                        const int nrv = ncur - jr < kern->nr ? ncur - jr : kern->nr;
+                        for (int ir = 0; ir < mcur; ir += kern->mr) {
+                            const unsigned char *apanel =
+                                (const unsigned char *)ap + (size_t)ir * kcp * kern->a_elem_bytes;
+                            const int mrv = mcur - ir < kern->mr ? mcur - ir : kern->mr;
+                            kern->ukernel(mrv, nrv, (int)kcp, apanel, bpanel, &epi, (int)ic + ir,
+                                          (int)jc + jr);
+                        }
+                    }
                 }
             }
         }

@@ -178,12 +178,19 @@ static void epilogue_q(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, in
 
 int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
 {
-    const gk_gemm_kernel *kern = gk_gemm_kernel_for(GK_DT_F32);
+    const gk_gemm_kernel *fam = gk_gemm_kernel_for(GK_DT_F32);
+    gk_gemm_kernel kbuf;
+    const gk_gemm_kernel *kern = &kbuf;
     qside qa, qb;
     gk_gemm_plan plan;
 
-    if (kern == NULL || kern->acc != GK_ACC_F32)
+    if (fam == NULL || fam->acc != GK_ACC_F32)
         return -1;
+    /* the definition rounds every product: a family whose ukernel fuses multiply and add
+     * (FMA) brings a separately rounded variant, run here (same panels, same blocking) */
+    kbuf = *fam;
+    if (fam->ukernel_rounded != NULL)
+        kbuf.ukernel = fam->ukernel_rounded;
     qside_init(&qa, p->a_type, p->a_zp, p->a_zp_rs, p->a_scale, p->as_rs);
     qside_init(&qb, p->b_type, p->b_zp, p->b_zp_cs, p->b_scale, p->bs_cs);
     plan.m = p->m;

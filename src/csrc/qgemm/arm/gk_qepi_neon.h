@@ -18,6 +18,38 @@ GK_ALWAYS_INLINE int32x4_t gk_arm_load_s32(const int32_t *p, int nv)
     return vld1q_s32(t);
 }
 
+/* Stores the first nv (1..4) lanes of v; never writes past p[nv-1]. */
+GK_ALWAYS_INLINE void gk_arm_store_s32(int32_t *p, int32x4_t v, int nv)
+{
+    if (nv >= 4) {
+        vst1q_s32(p, v);
+        return;
+    }
+    int32_t t[4];
+    vst1q_s32(t, v);
+    for (int i = 0; i < nv; i++)
+        p[i] = t[i];
+}
+
+/* The partial-sum step of a depth block (gk_qepi.part_mode) on the raw dot products of
+ * row m, columns n..n+nv-1 (nv in 1..4): 0 after STORE / ACC (done), 1 for NONE / FINISH
+ * with *dot the sum to finish.  vaddq_s32 wraps mod 2^32 like the reference. */
+GK_ALWAYS_INLINE int gk_arm_part_row4(const gk_qepi *e, int m, int n, int32x4_t *dot, int nv)
+{
+    if (e->part_mode == GK_QPART_NONE)
+        return 1;
+    int32_t *p = gk_qepi_part_at(e, m, n);
+    int32x4_t s = *dot;
+    if (e->part_mode != GK_QPART_STORE)
+        s = vaddq_s32(s, gk_arm_load_s32(p, nv));
+    if (e->part_mode == GK_QPART_FINISH) {
+        *dot = s;
+        return 1;
+    }
+    gk_arm_store_s32(p, s, nv);
+    return 0;
+}
+
 /* y = dot - rowsum * bzp - azp * ccorr, lane-wise modulo 2^32 (same value as the uint32_t
  * arithmetic of gk_qepi_store1). */
 GK_ALWAYS_INLINE int32x4_t gk_arm_correct(int32x4_t dot, int32_t rowsum, int32_t azp,
@@ -46,15 +78,7 @@ GK_ALWAYS_INLINE int64x2_t gk_arm_requant2(int32x2_t y, float32x2_t mult, int32x
 GK_ALWAYS_INLINE void gk_arm_store_row4(const gk_qepi *e, int m, int n, int32x4_t y, int nv)
 {
     if (e->kind == GK_QOUT_I32) {
-        int32_t *d = (int32_t *)e->y + ((ptrdiff_t)m * e->ldy + n);
-        if (nv >= 4) {
-            vst1q_s32(d, y);
-        } else {
-            int32_t t[4];
-            vst1q_s32(t, y);
-            for (int i = 0; i < nv; i++)
-                d[i] = t[i];
-        }
+        gk_arm_store_s32((int32_t *)e->y + ((ptrdiff_t)m * e->ldy + n), y, nv);
         return;
     }
     {

@@ -91,6 +91,8 @@ static void gk_qgemm_u8s8_i8mm_8x8_ukernel(int mr_valid, int nr_valid, int kp,
                 const int m = m0 + i;
                 int32x4_t dot = vreinterpretq_s32_s64(r == 0 ? vzip1q_s64(lo, hi)
                                                              : vzip2q_s64(lo, hi));
+                if (!gk_arm_part_row4(epi, m, n, &dot, nv))
+                    continue; /* a depth block's partial sums, stored */
                 int32x4_t y = gk_arm_correct(dot, epi->a_rowsum[m], epi->a_zp[m], bzp, ccorr);
                 gk_arm_store_row4(epi, m, n, y, nv);
             }
@@ -110,6 +112,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_i8mm = {
     gk_qgemm_u8s8_i8mm_pack_a, gk_qgemm_u8s8_i8mm_pack_b, gk_qgemm_u8s8_i8mm_8x8_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_i8mm_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };
 
 #endif /* MSVC */

@@ -78,8 +78,10 @@ static void gk_qgemm_u8s8_neon_4x4_ukernel(int mr_valid, int nr_valid, int kp,
             /* [sum(i,0), sum(i,1), sum(i,2), sum(i,3)] */
             uint32x4_t s = vpaddq_u32(vpaddq_u32(acc[i][0], acc[i][1]),
                                       vpaddq_u32(acc[i][2], acc[i][3]));
-            int32x4_t y = gk_arm_correct(vreinterpretq_s32_u32(s), epi->a_rowsum[m],
-                                         epi->a_zp[m], bzp, ccorr);
+            int32x4_t dot = vreinterpretq_s32_u32(s);
+            if (!gk_arm_part_row4(epi, m, n0, &dot, nv))
+                continue; /* a depth block's partial sums, stored */
+            int32x4_t y = gk_arm_correct(dot, epi->a_rowsum[m], epi->a_zp[m], bzp, ccorr);
             gk_arm_store_row4(epi, m, n0, y, nv);
         }
     }
@@ -97,4 +99,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_neon = {
     gk_qgemm_u8s8_neon_pack_a, gk_qgemm_u8s8_neon_pack_b, gk_qgemm_u8s8_neon_4x4_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_neon_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

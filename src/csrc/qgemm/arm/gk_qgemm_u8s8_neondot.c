@@ -84,8 +84,10 @@ static void gk_qgemm_u8s8_neondot_8x8_ukernel(int mr_valid, int nr_valid, int kp
         const int32x4_t ccorr = gk_arm_load_s32(epi->b_colcorr + n, nv);
         for (int i = 0; i < mr_valid; i++) {
             const int m = m0 + i;
-            int32x4_t y = gk_arm_correct(vreinterpretq_s32_u32(acc[i][h]), epi->a_rowsum[m],
-                                         epi->a_zp[m], bzp, ccorr);
+            int32x4_t dot = vreinterpretq_s32_u32(acc[i][h]);
+            if (!gk_arm_part_row4(epi, m, n, &dot, nv))
+                continue; /* a depth block's partial sums, stored */
+            int32x4_t y = gk_arm_correct(dot, epi->a_rowsum[m], epi->a_zp[m], bzp, ccorr);
             gk_arm_store_row4(epi, m, n, y, nv);
         }
     }
@@ -103,6 +105,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_neondot = {
     gk_qgemm_u8s8_neondot_pack_a, gk_qgemm_u8s8_neondot_pack_b, gk_qgemm_u8s8_neondot_8x8_ukernel,
     GK_ARM_SMALLM_MAX, gk_qgemm_u8s8_neondot_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };
 
 #endif /* MSVC */

@@ -72,7 +72,7 @@ static void gk_qgemm_u8s8_scalar_4x4_ukernel(int mr_valid, int nr_valid, int kp,
     }
     for (int i = 0; i < mr_valid; i++)
         for (int j = 0; j < nr_valid; j++)
-            gk_qepi_store1(epi, m0 + i, n0 + j, acc[i][j]);
+            gk_qepi_block1(epi, m0 + i, n0 + j, acc[i][j]);
 }
 
 /* Small-M path (m <= MR): B streamed once, row by row, no packing; one multiply-add per
@@ -117,4 +117,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_scalar = {
     gk_qgemm_u8s8_scalar_pack_a, gk_qgemm_u8s8_scalar_pack_b, gk_qgemm_u8s8_scalar_4x4_ukernel,
     GK_SCALAR_MR, gk_qgemm_u8s8_scalar_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

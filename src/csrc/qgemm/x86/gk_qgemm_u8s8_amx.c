@@ -36,6 +36,10 @@
 #define GK_AMX_KS 64
 #define GK_AMX_ABLK (GK_AMX_MR * GK_AMX_KS) /* bytes of one 64-deep block of an A panel */
 #define GK_AMX_BBLK (GK_AMX_NR * GK_AMX_KS) /* ... of a B panel */
+/* Depth block: the B micro-panel (32 KB) stays in the 48 KB L1D of the AMX cores, and
+ * a depth block's partial-sum step (through the 4 KB stack tile, in C) is paid once per
+ * 16 64-deep tile blocks.  Not measured (no AMX machine at hand when it was chosen). */
+#define GK_AMX_KC 1024
 #ifndef GK_AMX_NT_LDY
 #define GK_AMX_NT_LDY 512
 #endif
@@ -132,8 +136,22 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
  * zero points -- its product is formed once per row (per tile) instead of per lane; the
  * uint32 products are the same low 32 bits as vpmulld's. */
 static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv,
-                                            const int32_t *t)
+                                            int32_t *t)
 {
+    if (e->part_mode != GK_QPART_NONE) {
+        /* the partial-sum step of a depth block: FINISH leaves the sums in t */
+        for (int i = 0; i < mv; i++)
+            for (int v = 0; v < 2; v++) {
+                const __mmask16 mk = gk_qepi_zmm_mask(nv - 16 * v);
+                if (!mk)
+                    break;
+                __m512i y = _mm512_load_si512((const void *)(t + i * GK_AMX_NR + 16 * v));
+                if (gk_qepi_zmm_part(e, m0 + i, n0 + 16 * v, &y, mk))
+                    _mm512_store_si512((void *)(t + i * GK_AMX_NR + 16 * v), y);
+            }
+        if (e->part_mode != GK_QPART_FINISH)
+            return;
+    }
     if (!gk_x86_epi_vector_ok(e)) {
         gk_x86_tile_store_scalar(e, m0, n0, mv, nv, t, GK_AMX_NR);
         return;
@@ -332,4 +350,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
     gk_qgemm_u8s8_amx_pack_a, gk_qgemm_u8s8_amx_pack_b, gk_qgemm_u8s8_amx_32x32_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
+    GK_AMX_KC,
 };

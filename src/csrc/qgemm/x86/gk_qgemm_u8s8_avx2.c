@@ -37,10 +37,21 @@
     "vpmaddwd %%ymm1, %%ymm2, %%ymm4\n\t"                                                   \
     "vpaddd %%ymm3, %%ymm" #c0 ", %%ymm" #c0 "\n\t"                                         \
     "vpaddd %%ymm4, %%ymm" #c1 ", %%ymm" #c1 "\n\t"
-#define GK_VST(r) "vmovdqu %%ymm" #r ", (" #r "-8)*32(%[t])\n\t"
-#define GK_UK_ASM_LOOP(pa, pb, pe, t)                                                       \
+/* After the loop: rows (c0, c1) += the part sums at addp (when given), then stored. */
+#define GK_VADD(c0, c1)                                                                     \
+    "vpaddd (%[addp]), %%ymm" #c0 ", %%ymm" #c0 "\n\t"                                      \
+    "vpaddd 32(%[addp]), %%ymm" #c1 ", %%ymm" #c1 "\n\t"                                    \
+    "add %[ld_add], %[addp]\n\t"
+#define GK_VST(c0, c1)                                                                      \
+    "vmovdqu %%ymm" #c0 ", (%[outp])\n\t"                                                   \
+    "vmovdqu %%ymm" #c1 ", 32(%[outp])\n\t"                                                 \
+    "add %[ld_out], %[outp]\n\t"
+#define GK_UK_ASM_LOOP(pa, pb, pe, addp, ld_add, outp, ld_out)                              \
     __asm__ volatile(GK_VZ(8) GK_VZ(9) GK_VZ(10) GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14)    \
                      GK_VZ(15)                                                              \
+                     "cmp %[pa], %[pe]\n\t"                                                 \
+                     "je 2f\n\t"                                                            \
+                     ".p2align 5\n\t"                                                        \
                      "1:\n\t"                                                               \
                      "vmovdqu (%[pb]), %%ymm0\n\t"                                          \
                      "vmovdqu 32(%[pb]), %%ymm1\n\t"                                        \
@@ -50,15 +61,20 @@
                      "add $64, %[pb]\n\t"                                                   \
                      "cmp %[pa], %[pe]\n\t"                                                 \
                      "jne 1b\n\t"                                                           \
-                     GK_VST(8) GK_VST(9) GK_VST(10) GK_VST(11) GK_VST(12) GK_VST(13)        \
-                     GK_VST(14) GK_VST(15)                                                  \
-                     : [pa] "+r"(pa), [pb] "+r"(pb)                                         \
-                     : [pe] "r"(pe), [t] "r"(t)                                             \
+                     "2:\n\t"                                                               \
+                     "test %[addp], %[addp]\n\t"                                            \
+                     "jz 3f\n\t"                                                            \
+                     GK_VADD(8, 9) GK_VADD(10, 11) GK_VADD(12, 13) GK_VADD(14, 15)          \
+                     "3:\n\t"                                                               \
+                     GK_VST(8, 9) GK_VST(10, 11) GK_VST(12, 13) GK_VST(14, 15)              \
+                     : [pa] "+r"(pa), [pb] "+r"(pb), [addp] "+r"(addp), [outp] "+r"(outp)   \
+                     : [pe] "r"(pe), [ld_add] "r"(ld_add), [ld_out] "r"(ld_out)             \
                      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10",     \
                        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory")
 #include "gk_qukernel_ymm.inc"
 #undef GK_VZ
 #undef GK_VROW
+#undef GK_VADD
 #undef GK_VST
 
 /* ---------------------------------------------------------------- small M */
@@ -72,4 +88,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx2 = {
     gk_qgemm_u8s8_avx2_pack_a, gk_qgemm_u8s8_avx2_pack_b, gk_qgemm_u8s8_avx2_4x16_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avx2_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -53,42 +53,119 @@ static void gk_qgemm_u8s8_avx512vnni_pack_b(int k, int nc, const uint8_t *b, ptr
 #define GK_DPBUSD512(acc, x, y) ((acc) = _mm512_dpbusd_epi32((acc), (x), (y)))
 #endif
 
+/* The epilogue of a whole tile (mode NONE or FINISH: acc holds the whole depth's raw dot
+ * products), every lane valid; needs gk_x86_epi_vector_ok(e).  Inlined, so that acc stays
+ * in registers; e's fields are read into locals first (the build has no strict aliasing:
+ * every store to y would otherwise reload them). */
+GK_ALWAYS_INLINE void gk_avx512vnni_tile_epilogue(const gk_qepi *e, int m0, int n0,
+                                                  __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV])
+{
+    if (e->row_corr) {
+        const int32_t *row_corr = e->row_corr + m0;
+        __m512i colc[GK_AVX512VNNI_NV];
+        GK_UNROLL(4)
+        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+            colc[v] = _mm512_loadu_si512((const void *)(e->col_corr + n0 + 16 * v));
+        if (e->kind == GK_QOUT_I32) { /* whole rows of y: plain stores */
+            const ptrdiff_t ldy = e->ldy;
+            int32_t *yp = (int32_t *)e->y + (ptrdiff_t)m0 * ldy + n0;
+            __m512i r[GK_AVX512VNNI_MR];
+            GK_UNROLL(8)
+            for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+                r[i] = _mm512_set1_epi32(row_corr[i]);
+            GK_UNROLL(8)
+            for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+                GK_UNROLL(4)
+                for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                    _mm512_storeu_si512((void *)(yp + (ptrdiff_t)i * ldy + 16 * v),
+                                        _mm512_sub_epi32(_mm512_sub_epi32(acc[i][v], r[i]), colc[v]));
+            return;
+        }
+        GK_UNROLL(8)
+        for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+            GK_UNROLL(4)
+            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                gk_qepi_zmm_dot_sep(e, m0 + i, n0 + 16 * v, acc[i][v], colc[v], (__mmask16)0xFFFF);
+        return;
+    }
+    __m512i bzp[GK_AVX512VNNI_NV], cc[GK_AVX512VNNI_NV];
+    GK_UNROLL(4)
+    for (int v = 0; v < GK_AVX512VNNI_NV; v++) {
+        bzp[v] = _mm512_loadu_si512((const void *)(e->b_zp + n0 + 16 * v));
+        cc[v] = _mm512_loadu_si512((const void *)(e->b_colcorr + n0 + 16 * v));
+    }
+    GK_UNROLL(8)
+    for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+        GK_UNROLL(4)
+        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+            gk_qepi_zmm_dot(e, m0 + i, n0 + 16 * v, acc[i][v], bzp[v], cc[v], (__mmask16)0xFFFF);
+}
+
 static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, int kp,
                                                   const void *a_panel, const void *b_panel,
                                                   const gk_qepi *e, int m0, int n0)
 {
     const int32_t *ap = (const int32_t *)a_panel;
     const __m512i *bp = (const __m512i *)b_panel;
-    __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV];
-    GK_UNROLL(8)
-    for (int i = 0; i < GK_AVX512VNNI_MR; i++)
-        GK_UNROLL(4)
-        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-            acc[i][v] = _mm512_setzero_si512();
-
+    const int mode = e->part_mode;
+    /* STORE / ACC blocks never requantize: any multiplier strides will do */
+    const int finishes = mode == GK_QPART_NONE || mode == GK_QPART_FINISH;
+    int32_t *pp = NULL;
+    if (mode != GK_QPART_NONE) {
+        /* the tile's partial sums are read / written after the k-loop: fetch them now */
+        pp = gk_qepi_part_at(e, m0, n0);
+        for (int i = 0; i < mr_valid; i++) {
+            _mm_prefetch((const char *)(pp + (ptrdiff_t)i * e->part_ld), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pp + (ptrdiff_t)i * e->part_ld + 16), _MM_HINT_T0);
+        }
+    }
     /* int32 lanes wrap mod 2^32 (ONNX's overflow); each 4-product group is exact. */
-    int ng = kp / 4;
+    const int ng = kp / 4;
+    __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV];
+
 #if GK_GCC && GK_GNU_ASM
-    /* The whole k-loop in one asm block with the 16 accumulators in zmm16..zmm31 (row i,
-     * half v in zmm16+2i+v), stored once to an L1 tile at the end: with intrinsics, or
-     * one asm statement per vpdpbusd, gcc 12 routes every accumulator through a scratch
-     * register (two vmovdqa64 per vpdpbusd), which made the loop front-end bound at ~45%
-     * of the vpdpbusd peak.  Per k-group: two B loads (zmm0-1), eight A broadcasts
-     * (zmm2-3 alternating), 16 vpdpbusd (u8 broadcast x s8 B; the non-saturating form,
-     * so each int32 lane wraps exactly like the scalar oracle). */
-    if (ng > 0) {
-        __m512i t[GK_AVX512VNNI_MR * GK_AVX512VNNI_NV];
-        const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * GK_AVX512VNNI_MR;
-        const __m512i *pb = bp;
+    /* The k-loop as one asm block with the 16 accumulators pinned in zmm16..zmm31 (row i,
+     * half v in zmm16+2i+v): with intrinsics, or one asm statement per vpdpbusd, gcc 12
+     * routes every accumulator through a scratch register (two vmovdqa64 per vpdpbusd),
+     * which made the loop front-end bound at ~45% of the vpdpbusd peak.  Per k-group:
+     * two B loads (zmm0-1), eight A broadcasts (zmm2-3 alternating), 16 vpdpbusd (u8
+     * broadcast x s8 B; the non-saturating form, so each int32 lane wraps exactly like
+     * the scalar oracle).  After the loop, still in the same block: the partial sums of
+     * the depth block are added from `addp` (ACC, FINISH) and the tile stored to `outp`
+     * (STORE, ACC), rows `ld` bytes apart; a whole tile and a FINISH / NONE epilogue the
+     * vector code takes then read the accumulators straight from zmm16..31. */
 #define GK_Z(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
 #define GK_ROW(i, r, c0, c1)                                                                \
     "vpbroadcastd " #i "*4(%[pa]), %%zmm" #r "\n\t"                                         \
     "vpdpbusd %%zmm0, %%zmm" #r ", %%zmm" #c0 "\n\t"                                        \
     "vpdpbusd %%zmm1, %%zmm" #r ", %%zmm" #c1 "\n\t"
-#define GK_ST(i) "vmovdqu64 %%zmm" #i ", (" #i "-16)*64(%[t])\n\t"
+#define GK_ADDROW(c0, c1)                                                                   \
+    "vpaddd (%[addp]), %%zmm" #c0 ", %%zmm" #c0 "\n\t"                                      \
+    "vpaddd 64(%[addp]), %%zmm" #c1 ", %%zmm" #c1 "\n\t"                                    \
+    "add %[ld], %[addp]\n\t"
+#define GK_OUTROW(c0, c1)                                                                   \
+    "vmovdqu64 %%zmm" #c0 ", (%[outp])\n\t"                                                 \
+    "vmovdqu64 %%zmm" #c1 ", 64(%[outp])\n\t"                                               \
+    "add %[ld], %[outp]\n\t"
+#define GK_ST(i) "vmovdqu64 %%zmm" #i ", (" #i "-16)*64(%[outp])\n\t"
+    if (mr_valid == GK_AVX512VNNI_MR && nr_valid == GK_AVX512VNNI_NR &&
+        (!finishes || gk_x86_epi_vector_ok(e))) {
+        const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * GK_AVX512VNNI_MR;
+        const __m512i *pb = bp;
+        const int32_t *addp = mode == GK_QPART_ACC || mode == GK_QPART_FINISH ? pp : NULL;
+        int32_t *outp = finishes ? NULL : pp;
+        const ptrdiff_t ld = mode != GK_QPART_NONE ? e->part_ld * 4 : 0;
+        register __m512i c0 __asm__("xmm16"), c1 __asm__("xmm17"), c2 __asm__("xmm18"),
+            c3 __asm__("xmm19"), c4 __asm__("xmm20"), c5 __asm__("xmm21"), c6 __asm__("xmm22"),
+            c7 __asm__("xmm23"), c8 __asm__("xmm24"), c9 __asm__("xmm25"), c10 __asm__("xmm26"),
+            c11 __asm__("xmm27"), c12 __asm__("xmm28"), c13 __asm__("xmm29"),
+            c14 __asm__("xmm30"), c15 __asm__("xmm31");
         __asm__ volatile(GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22)
                          GK_Z(23) GK_Z(24) GK_Z(25) GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29)
                          GK_Z(30) GK_Z(31)
+                         "cmp %[pa], %[pe]\n\t"
+                         "je 2f\n\t"
+                         ".p2align 5\n\t"
                          "1:\n\t"
                          "vmovdqu64 (%[pb]), %%zmm0\n\t"
                          "vmovdqu64 64(%[pb]), %%zmm1\n\t"
@@ -100,24 +177,82 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
                          "add $128, %[pb]\n\t"
                          "cmp %[pa], %[pe]\n\t"
                          "jne 1b\n\t"
+                         "2:\n\t"
+                         "test %[addp], %[addp]\n\t"
+                         "jz 3f\n\t"
+                         GK_ADDROW(16, 17) GK_ADDROW(18, 19) GK_ADDROW(20, 21) GK_ADDROW(22, 23)
+                         GK_ADDROW(24, 25) GK_ADDROW(26, 27) GK_ADDROW(28, 29) GK_ADDROW(30, 31)
+                         "3:\n\t"
+                         "test %[outp], %[outp]\n\t"
+                         "jz 4f\n\t"
+                         GK_OUTROW(16, 17) GK_OUTROW(18, 19) GK_OUTROW(20, 21) GK_OUTROW(22, 23)
+                         GK_OUTROW(24, 25) GK_OUTROW(26, 27) GK_OUTROW(28, 29) GK_OUTROW(30, 31)
+                         "4:\n\t"
+                         : "=v"(c0), "=v"(c1), "=v"(c2), "=v"(c3), "=v"(c4), "=v"(c5), "=v"(c6),
+                           "=v"(c7), "=v"(c8), "=v"(c9), "=v"(c10), "=v"(c11), "=v"(c12),
+                           "=v"(c13), "=v"(c14), "=v"(c15), [pa] "+r"(pa), [pb] "+r"(pb),
+                           [addp] "+r"(addp), [outp] "+r"(outp)
+                         : [pe] "r"(pe), [ld] "r"(ld)
+                         : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+        if (!finishes)
+            return;
+        acc[0][0] = c0; acc[0][1] = c1; acc[1][0] = c2; acc[1][1] = c3;
+        acc[2][0] = c4; acc[2][1] = c5; acc[3][0] = c6; acc[3][1] = c7;
+        acc[4][0] = c8; acc[4][1] = c9; acc[5][0] = c10; acc[5][1] = c11;
+        acc[6][0] = c12; acc[6][1] = c13; acc[7][0] = c14; acc[7][1] = c15;
+        gk_avx512vnni_tile_epilogue(e, m0, n0, acc);
+        return;
+    }
+    /* a partial tile, or a FINISH / NONE epilogue only the scalar reference handles: the
+     * same k-loop, the tile stored to t for the code below */
+    {
+        GK_ALIGNED(64) __m512i t[GK_AVX512VNNI_MR * GK_AVX512VNNI_NV];
+        const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * GK_AVX512VNNI_MR;
+        const __m512i *pb = bp;
+        __m512i *outp = t;
+        __asm__ volatile(GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22)
+                         GK_Z(23) GK_Z(24) GK_Z(25) GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29)
+                         GK_Z(30) GK_Z(31)
+                         "cmp %[pa], %[pe]\n\t"
+                         "je 2f\n\t"
+                         ".p2align 5\n\t"
+                         "1:\n\t"
+                         "vmovdqu64 (%[pb]), %%zmm0\n\t"
+                         "vmovdqu64 64(%[pb]), %%zmm1\n\t"
+                         GK_ROW(0, 2, 16, 17) GK_ROW(1, 3, 18, 19)
+                         GK_ROW(2, 2, 20, 21) GK_ROW(3, 3, 22, 23)
+                         GK_ROW(4, 2, 24, 25) GK_ROW(5, 3, 26, 27)
+                         GK_ROW(6, 2, 28, 29) GK_ROW(7, 3, 30, 31)
+                         "add $32, %[pa]\n\t"
+                         "add $128, %[pb]\n\t"
+                         "cmp %[pa], %[pe]\n\t"
+                         "jne 1b\n\t"
+                         "2:\n\t"
                          GK_ST(16) GK_ST(17) GK_ST(18) GK_ST(19) GK_ST(20) GK_ST(21)
                          GK_ST(22) GK_ST(23) GK_ST(24) GK_ST(25) GK_ST(26) GK_ST(27)
                          GK_ST(28) GK_ST(29) GK_ST(30) GK_ST(31)
                          : [pa] "+r"(pa), [pb] "+r"(pb)
-                         : [pe] "r"(pe), [t] "r"(t)
+                         : [pe] "r"(pe), [outp] "r"(outp)
                          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm16", "xmm17", "xmm18", "xmm19",
                            "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26",
                            "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");
-#undef GK_Z
-#undef GK_ROW
-#undef GK_ST
         GK_UNROLL(8)
         for (int i = 0; i < GK_AVX512VNNI_MR; i++)
             GK_UNROLL(4)
             for (int v = 0; v < GK_AVX512VNNI_NV; v++)
                 acc[i][v] = t[i * GK_AVX512VNNI_NV + v];
     }
+#undef GK_Z
+#undef GK_ROW
+#undef GK_ADDROW
+#undef GK_OUTROW
+#undef GK_ST
 #else
+    GK_UNROLL(8)
+    for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+        GK_UNROLL(4)
+        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+            acc[i][v] = _mm512_setzero_si512();
     for (int g = 0; g < ng; g++) {
         __m512i b[GK_AVX512VNNI_NV];
         GK_UNROLL(4)
@@ -133,7 +268,7 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
     }
 #endif
 
-    if (!gk_x86_epi_vector_ok(e)) {
+    if (finishes && !gk_x86_epi_vector_ok(e)) {
         int32_t t[GK_AVX512VNNI_MR * GK_AVX512VNNI_NR];
         for (int i = 0; i < GK_AVX512VNNI_MR; i++)
             for (int v = 0; v < GK_AVX512VNNI_NV; v++)
@@ -142,10 +277,29 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
         return;
     }
     __mmask16 mk[GK_AVX512VNNI_NV];
-    __m512i bzp[GK_AVX512VNNI_NV], cc[GK_AVX512VNNI_NV];
+    GK_UNROLL(4)
+    for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+        mk[v] = gk_qepi_zmm_mask(nr_valid - 16 * v);
+    if (mode != GK_QPART_NONE) {
+        GK_UNROLL(8)
+        for (int i = 0; i < GK_AVX512VNNI_MR; i++) {
+            if (i < mr_valid) {
+                GK_UNROLL(4)
+                for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                    if (mk[v])
+                        (void)gk_qepi_zmm_part(e, m0 + i, n0 + 16 * v, &acc[i][v], mk[v]);
+            }
+        }
+        if (!finishes)
+            return;
+    }
+    if (mr_valid == GK_AVX512VNNI_MR && nr_valid == GK_AVX512VNNI_NR) {
+        gk_avx512vnni_tile_epilogue(e, m0, n0, acc);
+        return;
+    }
+    __m512i cc[GK_AVX512VNNI_NV], bzp[GK_AVX512VNNI_NV];
     GK_UNROLL(4)
     for (int v = 0; v < GK_AVX512VNNI_NV; v++) {
-        mk[v] = gk_qepi_zmm_mask(nr_valid - 16 * v);
         bzp[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_zp + n0 + 16 * v);
         cc[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_colcorr + n0 + 16 * v);
     }
@@ -177,4 +331,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     gk_qgemm_u8s8_avx512vnni_pack_a, gk_qgemm_u8s8_avx512vnni_pack_b,
     gk_qgemm_u8s8_avx512vnni_8x32_ukernel, GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avx512vnni_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -44,10 +44,23 @@
 #define GK_ADD2_10 12
 #define GK_ADD1_13 14
 #define GK_ADD2_13 15
-#define GK_VST(r) "vmovdqu %%ymm" #r ", (" #r "-4)*32(%[t])\n\t"
-#define GK_UK_ASM_LOOP(pa, pb, pe, t)                                                       \
+/* After the loop: rows (c, c+1, c+2) += the part sums at addp (when given), then stored. */
+#define GK_VADD(c)                                                                          \
+    "vpaddd (%[addp]), %%ymm" #c ", %%ymm" #c "\n\t"                                        \
+    "vpaddd 32(%[addp]), %%ymm" GK_STR(GK_ADD1_##c) ", %%ymm" GK_STR(GK_ADD1_##c) "\n\t"    \
+    "vpaddd 64(%[addp]), %%ymm" GK_STR(GK_ADD2_##c) ", %%ymm" GK_STR(GK_ADD2_##c) "\n\t"    \
+    "add %[ld_add], %[addp]\n\t"
+#define GK_VST(c)                                                                           \
+    "vmovdqu %%ymm" #c ", (%[outp])\n\t"                                                    \
+    "vmovdqu %%ymm" GK_STR(GK_ADD1_##c) ", 32(%[outp])\n\t"                                 \
+    "vmovdqu %%ymm" GK_STR(GK_ADD2_##c) ", 64(%[outp])\n\t"                                 \
+    "add %[ld_out], %[outp]\n\t"
+#define GK_UK_ASM_LOOP(pa, pb, pe, addp, ld_add, outp, ld_out)                              \
     __asm__ volatile(GK_VZ(4) GK_VZ(5) GK_VZ(6) GK_VZ(7) GK_VZ(8) GK_VZ(9) GK_VZ(10)        \
                      GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14) GK_VZ(15)                      \
+                     "cmp %[pa], %[pe]\n\t"                                                 \
+                     "je 2f\n\t"                                                            \
+                     ".p2align 5\n\t"                                                        \
                      "1:\n\t"                                                               \
                      "vmovdqu (%[pb]), %%ymm0\n\t"                                          \
                      "vmovdqu 32(%[pb]), %%ymm1\n\t"                                        \
@@ -57,10 +70,14 @@
                      "add $96, %[pb]\n\t"                                                   \
                      "cmp %[pa], %[pe]\n\t"                                                 \
                      "jne 1b\n\t"                                                           \
-                     GK_VST(4) GK_VST(5) GK_VST(6) GK_VST(7) GK_VST(8) GK_VST(9)            \
-                     GK_VST(10) GK_VST(11) GK_VST(12) GK_VST(13) GK_VST(14) GK_VST(15)      \
-                     : [pa] "+r"(pa), [pb] "+r"(pb)                                         \
-                     : [pe] "r"(pe), [t] "r"(t)                                             \
+                     "2:\n\t"                                                               \
+                     "test %[addp], %[addp]\n\t"                                            \
+                     "jz 3f\n\t"                                                            \
+                     GK_VADD(4) GK_VADD(7) GK_VADD(10) GK_VADD(13)                          \
+                     "3:\n\t"                                                               \
+                     GK_VST(4) GK_VST(7) GK_VST(10) GK_VST(13)                              \
+                     : [pa] "+r"(pa), [pb] "+r"(pb), [addp] "+r"(addp), [outp] "+r"(outp)   \
+                     : [pe] "r"(pe), [ld_add] "r"(ld_add), [ld_out] "r"(ld_out)             \
                      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",      \
                        "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",        \
                        "xmm15", "cc", "memory")
@@ -78,6 +95,7 @@
 #undef GK_ADD2_10
 #undef GK_ADD1_13
 #undef GK_ADD2_13
+#undef GK_VADD
 #undef GK_VST
 
 /* ---------------------------------------------------------------- small M */
@@ -95,4 +113,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avxvnni = {
     gk_qgemm_u8s8_avxvnni_pack_a, gk_qgemm_u8s8_avxvnni_pack_b, gk_qgemm_u8s8_avxvnni_4x24_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avxvnni_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

@@ -55,7 +55,9 @@ static void gk_qgemm_u8s8_sse41_4x8_ukernel(int mr_valid, int nr_valid, int kp, 
         c30 = _mm_add_epi32(c30, _mm_madd_epi16(a3, b0));
         c31 = _mm_add_epi32(c31, _mm_madd_epi16(a3, b1));
     }
-    if (mr_valid < GK_SSE41_MR || nr_valid < GK_SSE41_NR || !gk_x86_epi_vector_ok(e)) {
+    /* STORE / ACC blocks never requantize: any multiplier strides will do */
+    const int finishes = e->part_mode == GK_QPART_NONE || e->part_mode == GK_QPART_FINISH;
+    if (mr_valid < GK_SSE41_MR || nr_valid < GK_SSE41_NR || (finishes && !gk_x86_epi_vector_ok(e))) {
         int32_t t[GK_SSE41_MR * GK_SSE41_NR];
         _mm_storeu_si128((__m128i *)(t + 0), c00);
         _mm_storeu_si128((__m128i *)(t + 4), c01);
@@ -67,6 +69,18 @@ static void gk_qgemm_u8s8_sse41_4x8_ukernel(int mr_valid, int nr_valid, int kp, 
         _mm_storeu_si128((__m128i *)(t + 28), c31);
         gk_x86_tile_store_scalar(e, m0, n0, mr_valid, nr_valid, t, GK_SSE41_NR);
         return;
+    }
+    if (e->part_mode != GK_QPART_NONE) {
+        (void)gk_qepi_xmm_part(e, m0, n0, &c00);
+        (void)gk_qepi_xmm_part(e, m0, n0 + 4, &c01);
+        (void)gk_qepi_xmm_part(e, m0 + 1, n0, &c10);
+        (void)gk_qepi_xmm_part(e, m0 + 1, n0 + 4, &c11);
+        (void)gk_qepi_xmm_part(e, m0 + 2, n0, &c20);
+        (void)gk_qepi_xmm_part(e, m0 + 2, n0 + 4, &c21);
+        (void)gk_qepi_xmm_part(e, m0 + 3, n0, &c30);
+        (void)gk_qepi_xmm_part(e, m0 + 3, n0 + 4, &c31);
+        if (!finishes)
+            return;
     }
     __m128i z0 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0));
     __m128i z1 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0 + 4));
@@ -93,4 +107,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_sse41 = {
     gk_qgemm_u8s8_sse41_pack_a, gk_qgemm_u8s8_sse41_pack_b, gk_qgemm_u8s8_sse41_4x8_ukernel,
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_sse41_smallm,
     NULL, NULL, /* begin, end: none */
+    0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
 };

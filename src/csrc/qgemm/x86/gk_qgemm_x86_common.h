@@ -85,14 +85,15 @@ static inline void gk_x86_tr4x4_store(__m128i v0, __m128i v1, __m128i v2, __m128
 }
 
 /* The epilogue of a tile whose raw dot products (before zero-point correction) are in
- * t[i * ldt + j]: the scalar reference gk_qepi_store1 on each, for partial tiles and
- * unusual strides. */
+ * t[i * ldt + j]: the scalar reference gk_qepi_block1 (the partial-sum step of the
+ * call's depth block, then gk_qepi_store1) on each, for partial tiles and unusual
+ * strides. */
 static inline void gk_x86_tile_store_scalar(const gk_qepi *e, int m0, int n0, int mv, int nv,
                                             const int32_t *t, int ldt)
 {
     for (int i = 0; i < mv; i++)
         for (int j = 0; j < nv; j++)
-            gk_qepi_store1(e, m0 + i, n0 + j, (uint32_t)t[i * ldt + j]);
+            gk_qepi_block1(e, m0 + i, n0 + j, (uint32_t)t[i * ldt + j]);
 }
 
 /* Whether the vector epilogue handles these multiplier / output-zero-point strides:

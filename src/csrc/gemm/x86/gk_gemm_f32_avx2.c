@@ -1,0 +1,47 @@
+/* The float32 Gemm family for AVX2 + FMA (group avx2).
+ *
+ * Tile 6 x 16 (12 ymm accumulators, 8-lane vectors, two per row), both
+ * operands packed in the standard panel layout of gk_gemm.h (generic packers), cache
+ * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 144/256/2048).
+ * FMA rounds each product-sum once: results differ from the scalar oracle within the
+ * float accumulation bound, the k order is the same. QLinearMatMul's float8 path runs ukernel_rounded (vmul, then vadd:
+ * the scalar oracle's sums bit for bit). The micro-kernels are
+ * gk_gemm_fma_ukernel.inc's (asm k-loop under GNU asm). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/gk_compiler.h"
+#include "gemmkit/gk_gemm.h"
+
+#define GK_PFX gk_gemm_f32_avx2_6x16
+#define GK_T float
+#define GK_ES 4
+#define GK_ES_S "4"
+#define GK_MR 6
+#define GK_MR_S "6"
+#define GK_NR 16
+#define GK_VB_S "32"
+#define GK_V "ymm"
+#define GK_SFX "ps"
+#define GK_BCAST "vbroadcastss"
+#define GK_XOR "vpxor"
+#define GK_ZMM 0
+#define GK_WITH_ROUNDED 1
+#define GK_VEC __m256
+#define GK_VLOAD(p) _mm256_loadu_ps(p)
+#define GK_VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define GK_VSET1(x) _mm256_set1_ps(x)
+#define GK_VZERO() _mm256_setzero_ps()
+#define GK_VFMA(x, b, c) _mm256_fmadd_ps(x, b, c)
+#define GK_VMUL(x, b) _mm256_mul_ps(x, b)
+#define GK_VADD(x, y) _mm256_add_ps(x, y)
+#include "gk_gemm_fma_ukernel.inc"
+
+const gk_gemm_kernel gk_gemm_f32_avx2 = {
+    "avx2", GK_DT_F32, GK_ACC_F32, 6, 16, 144, 256, 2048,
+    gk_gemm_pack_a_f32, gk_gemm_pack_b_f32, gk_gemm_f32_avx2_6x16_ukernel,
+    gk_gemm_epilogue_f32,
+    1, /* cache_blocks */
+    gk_gemm_f32_avx2_6x16_ukernel_rounded, /* ukernel_rounded */
+    gk_gemm_f32_avx2_6x16_ukernel_ldb,
+};

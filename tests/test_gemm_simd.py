@@ -1,0 +1,168 @@
+"""The float32 / float64 Gemm families on every path (the ``isa`` fixture forces each
+usable ISA level through GEMMKIT_ISA's selection), against a float64 oracle.
+
+Bound (stated, from test_gemm.float_oracle): with u the unit roundoff of the accumulation
+type, |Y - ref| <= (K + 2) * (u + 2**-53) * |alpha| * sum_k |a_ik||b_kj|
+                  + 2u (|alpha * A'B'| + |beta * C|) + subnormal slack.
+FMA (the SIMD families) rounds once per multiply-add instead of twice: it stays inside the
+same gamma_K bound.  The scalar families must additionally equal the sequential oracle bit
+for bit (checked in test_gemm.py); here every path is held to the bound, and shapes come
+from each path's own block sizes (runtime cache blocks included).
+"""
+import numpy as np
+import pytest
+
+import gemmkit as gk
+from gemmkit import _core
+from test_gemm import assert_float_close, float_oracle, problem, seq_oracle
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+FLOATS = [F32, F64]
+
+
+def _fam(dt):
+    return _core._gemm_family_info(dt)
+
+
+def _check(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
+    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
+    M = (A.T if ta else A).shape[0]
+    N = (B.T if tb else B).shape[1]
+    assert Y.shape == (M, N) and Y.dtype == A.dtype and Y.flags.c_contiguous
+    assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
+    return Y
+
+
+def _shapes(f):
+    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
+    return [
+        (mr, nr, kc),                       # one full tile, one full K block
+        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides
+        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1
+        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
+        (mc + mr + 1, nr + 3, 5),           # past MC
+        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split
+        (mr + 1, nc + nr - 1, 9),           # past NC
+        (3, nc + 1, kc + 1),                # past NC, K split
+    ]
+
+
+def test_family_per_level(isa):
+    """The most specific float family at or below the level runs."""
+    levels = _core._levels()
+    for dt in FLOATS:
+        f = _fam(dt)
+        assert levels.index(f["isa"]) <= levels.index(isa)
+        if isa in ("avx2", "avxvnni"):
+            assert f["isa"] == "avx2", (isa, f)
+        elif isa in ("avx512", "avx512vnni", "amx"):
+            assert f["isa"] == "avx512", (isa, f)
+        assert f["mc"] % f["mr"] == 0 and f["nc"] % f["nr"] == 0 and f["kc"] >= 1
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_edges_1_to_17(isa, dt):
+    rng = np.random.default_rng(7)
+    for m in range(1, 18):
+        for n in (1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33):
+            k = (m * 7 + n) % 19 + 1
+            A, B, C = problem(m, n, k, dt, 0, 0, "MN", rng)
+            _check(A, B, C, 1.5, -0.5)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_shapes_around_blocks(isa, dt):
+    rng = np.random.default_rng(11)
+    f = _fam(dt)
+    for i, (M, N, K) in enumerate(_shapes(f)):
+        ta, tb = i % 2, (i // 2) % 2
+        A, B, C = problem(M, N, K, dt, ta, tb, ["M1", "N", "MN", "scalar"][i % 4], rng)
+        _check(A, B, C, 0.75, -1.25, ta, tb)
+        _check(A, B, None, 1.0, 1.0, ta, tb)  # identity epilogue (skipped)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("cshape", ["none", "scalar", "1", "N", "1N", "M1", "11", "MN"])
+@pytest.mark.parametrize("beta", [0.0, 1.0, -2.5])
+def test_c_broadcasts_alpha_beta(isa, dt, cshape, beta):
+    rng = np.random.default_rng(3)
+    for (M, N, K) in [(37, 45, 29), (100, 70, 300)]:
+        A, B, C = problem(M, N, K, dt, 1, 0, cshape, rng)
+        _check(A, B, C, -0.375, beta, 1, 0)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_small_calls_in_place_b(isa, dt):
+    """Below the small-call threshold B' is read in place: contiguous and strided B,
+    transposed B (packed path), N below / at / past the tile width, negative strides."""
+    rng = np.random.default_rng(5)
+    nr = _fam(dt)["nr"]
+    for (M, N, K) in [(64, 64, 64), (1, nr, 1), (5, nr - 1, 3), (13, 3 * nr + 5, 40),
+                      (100, 100, 100), (128, 128, 128)]:
+        for tb in (0, 1):
+            A, B, C = problem(M, N, K, dt, 0, tb, "N", rng)
+            _check(A, B, C, 2.0, 0.5, 0, tb)
+        A, B, _ = problem(M, N, K, dt, 0, 0, "none", rng)
+        _check(A[::-1], B[::-1, ::-1].copy()[::-1, ::-1], None)
+        Bw = np.zeros((K, N + 3), dt)
+        Bw[:, :N] = B
+        _check(A, Bw[:, :N], None)           # row stride != N
+        _check(A, B[::-1], None)             # negative row stride
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_nan_inf_propagate(isa, dt):
+    rng = np.random.default_rng(9)
+    for (M, N, K) in [(20, 40, 30), (200, 150, 400)]:
+        A, B, C = problem(M, N, K, dt, 0, 0, "MN", rng)
+        A[3, 5] = np.nan
+        A[7, 1] = np.inf
+        B[2, 11] = -np.inf
+        C[0, 0] = np.nan
+        with np.errstate(all="ignore"):
+            Y = _check(A, B, C, 1.0, 1.0)  # same NaN-ness / infinities as the oracle
+        assert np.isnan(Y[3]).all() and np.isnan(Y[0, 0])
+        A2 = np.zeros((M, K), dt)
+        A2[0, 0] = np.inf
+        B2 = np.where(np.isfinite(B), np.abs(B), 0).astype(dt) + 1
+        Y = gk.gemm(A2, B2)
+        assert np.isposinf(Y[0]).all() and (Y[1:] == 0).all()
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_first_block_never_reads_y(isa, dt):
+    """Uninitialised Y (NaN garbage from the heap) must not leak into any path."""
+    rng = np.random.default_rng(13)
+    f = _fam(dt)
+    for (M, N, K) in [(64, 64, 64), (f["mr"] * 3 + 1, f["nr"] * 2 + 3, f["kc"] + 5)]:
+        junk = [np.full((M, N), np.nan, dt) for _ in range(4)]
+        del junk
+        A, B, _ = problem(M, N, K, dt, 0, 0, "none", rng)
+        Y = _check(A, B, None)
+        assert np.isfinite(Y).all()
+
+
+def test_qlinear_float8_runs_rounded_kernel_bit_exact(isa):
+    """QLinearMatMul's float8 path runs the float32 family with separately rounded
+    products: its float32 sums equal the sequential scalar definition bit for bit even on
+    FMA paths (dequantized values with scales are not exact products)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(17)
+    f = _fam(F32)
+    for (M, N, K) in [(f["mr"] + 3, f["nr"] + 5, f["kc"] + 9), (33, 47, 61)]:
+        a = rng.uniform(-8, 8, (M, K)).astype(ml_dtypes.float8_e4m3fn)
+        b = rng.uniform(-8, 8, (K, N)).astype(ml_dtypes.float8_e4m3fn)
+        a_s = np.float32(0.0173)
+        b_s = np.float32(0.0291)
+        y_s = np.float32(1.0)
+        y_zp = np.zeros((), ml_dtypes.float8_e5m2)
+        a_zp = np.zeros((), ml_dtypes.float8_e4m3fn)
+        b_zp = np.zeros((), ml_dtypes.float8_e4m3fn)
+        got = gk.qlinear_matmul(a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp)
+        # the definition: dequantize (one rounding each), sequential float32 sums,
+        # / y_scale, saturating encode
+        ad = a.astype(np.float32) * a_s
+        bd = b.astype(np.float32) * b_s
+        acc = seq_oracle(ad, bd, None, 1.0, 1.0)
+        want = (acc / y_s).astype(ml_dtypes.float8_e5m2)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

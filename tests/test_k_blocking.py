@@ -1,0 +1,223 @@
+"""Depth blocks against the exact oracles, on every int8 kernel path.
+
+A packed product deeper than the family's kc (``_core._qgemm_family_info()["kc"]``) runs
+in nearly equal depth blocks of at most kc (gk_qgemm_driver.h): each micro-kernel call
+sees one block, the first stores its int32 sums (in the int32 output itself, or in a
+scratch for requantized outputs), the middle ones add to them, the last one adds them and
+finishes the tile with the whole depth's row / column sums.  These tests put K just below,
+at and above one, two and three blocks, at the int32 wrap (K = 40000, 70000 with the
+extreme values), with per-tensor zero points (the separable correction) and per-row /
+per-column ones, for MatMulInteger and QLinearMatMul, in products wide enough for several
+column blocks and tall enough for several row groups of the requantized scratch, and
+through the batch routes (fold, gathered fold, B cache).  M stays above the small-M limit
+so that the packed path runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oracles as o
+from strategies import rand_extreme
+
+U8, S8 = np.dtype(np.uint8), np.dtype(np.int8)
+SIGNS = [(U8, S8), (S8, U8), (U8, U8), (S8, S8)]
+SIGN_IDS = ["u8s8", "s8u8", "u8u8", "s8s8"]
+
+def _gk():
+    import gemmkit
+    return gemmkit
+
+
+def _info():
+    from gemmkit import _core
+    return _core._qgemm_family_info()
+
+
+def _blocking(m, n, k, requant):
+    from gemmkit import _core
+    return _core._qgemm_blocking(m, n, k, requant)
+
+
+def _rand(rng, shape, dt):
+    """Half uniform, half the range's ends."""
+    dt = np.dtype(dt)
+    if rng.integers(2):
+        return rand_extreme(rng, shape, dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, size=shape).astype(dt)
+
+
+def _assert_same(got, want, what=""):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape,
+                                                                 want.dtype, want.shape)
+    if not np.array_equal(got, want):
+        bad = np.argwhere(got != want)
+        idx = tuple(bad[0])
+        raise AssertionError(f"{what}: {len(bad)} of {want.size} differ; first at {idx}: "
+                             f"got {got[idx]}, expected {want[idx]}")
+
+
+def _packed_m(f):
+    """A row count the packed path runs (above the small-M limit), not a multiple of mr."""
+    return max(f["smallm_max"] + 1, 2 * f["mr"]) + 1
+
+
+def _depths(f):
+    """K around one, two and three blocks and one k-step past a block."""
+    kc, ks = f["kc"], f["kstep"]
+    return sorted({kc - 1, kc, kc + 1, kc + ks, 2 * kc - 1, 2 * kc, 2 * kc + 3, 3 * kc + 1})
+
+
+def test_family_info_has_a_depth_block(isa):
+    f = _info()
+    assert f["kc"] % f["kstep"] == 0 and f["kc"] >= f["kstep"]
+    assert f["kc"] < f["kchunk"]
+
+
+@pytest.mark.parametrize("signs", SIGNS, ids=SIGN_IDS)
+def test_matmul_integer_around_kc(isa, signs):
+    """MatMulInteger at depths around the blocks, per-tensor zero points (the separable
+    correction) and per-row / per-column ones, whole and partial tiles."""
+    gk = _gk()
+    f = _info()
+    ta, tb = signs
+    rng = np.random.default_rng(11 + f["kc"])
+    m, n = _packed_m(f), 2 * f["nr"] + 3
+    for k in _depths(f):
+        a = _rand(rng, (m, k), ta)
+        b = _rand(rng, (k, n), tb)
+        for azp, bzp in ((None, None), (_rand(rng, (), ta), _rand(rng, (), tb)),
+                         (_rand(rng, (m,), ta), _rand(rng, (n,), tb))):
+            _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                         f"K={k}")
+
+
+@pytest.mark.parametrize("ydt", [U8, S8], ids=["y_u8", "y_s8"])
+def test_qlinear_matmul_around_kc(isa, ydt):
+    """QLinearMatMul (the partial sums in a scratch) at depths around the blocks: scales
+    and zero points per tensor, per row / per column, and a multiplier grid."""
+    gk = _gk()
+    f = _info()
+    rng = np.random.default_rng(23 + f["kc"])
+    m, n = _packed_m(f), 2 * f["nr"] + 3
+    for i, k in enumerate(_depths(f)):
+        ta, tb = SIGNS[i % 4]
+        a = _rand(rng, (m, k), ta)
+        b = _rand(rng, (k, n), tb)
+        if i % 2:
+            azp, sa = _rand(rng, (m,), ta), rng.uniform(0.5, 2, (m,)).astype(np.float32)
+            bzp, sb = _rand(rng, (n,), tb), rng.uniform(0.5, 2, (n,)).astype(np.float32)
+        else:
+            azp, sa = _rand(rng, (), ta), np.float32(1.25)
+            bzp, sb = _rand(rng, (), tb), np.float32(0.75)
+        sy = np.float32(k * 40)
+        yzp = _rand(rng, (), ydt)
+        got = gk.qlinear_matmul(a, sa, azp, b, sb, bzp, sy, yzp)
+        o.check_qlinear(got, a, sa, azp, b, sb, bzp, sy, yzp)
+
+
+@pytest.mark.parametrize("k", [40000, 70000])
+def test_int32_wrap_in_blocks(isa, k):
+    """The int32 wrap across blocks: A = 255 / -128 and B = -128 everywhere (every partial
+    sum and the total wrap), per-tensor and per-row / per-column zero points, int32 and
+    requantized outputs."""
+    gk = _gk()
+    f = _info()
+    m, n = _packed_m(f), f["nr"] + 1
+    rng = np.random.default_rng(k)
+    for ta, tb in SIGNS:
+        a = np.full((m, k), np.iinfo(ta).max if ta == U8 else np.iinfo(ta).min, ta)
+        b = np.full((k, n), np.iinfo(tb).min, tb)
+        a[1, ::3] = 0  # one row that differs
+        for azp, bzp in ((None, None), (_rand(rng, (m,), ta), _rand(rng, (n,), tb))):
+            _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                         f"K={k} {ta}{tb}")
+        azp, bzp = _rand(rng, (), ta), _rand(rng, (), tb)
+        args = (a, np.float32(1e-9), azp, b, np.float32(3.0), bzp, np.float32(0.5),
+                np.array(7, U8))
+        o.check_qlinear(gk.qlinear_matmul(*args), *args)
+
+
+def _row_sample(m, group):
+    """Rows at the edges of every group of `group` rows, and the last ones."""
+    rows = {0, 1, m - 2, m - 1}
+    for g in range(group, m, group):
+        rows |= {g - 1, g, g + 1}
+    return np.array(sorted(r for r in rows if 0 <= r < m))
+
+
+def test_wide_and_tall_products_in_blocks(isa):
+    """Several column blocks (N past the B block) and, for QLinearMatMul, several row
+    groups of the partial-sum scratch (M * nc * 4 bytes past its budget): the scratch
+    origin moves with both.  Checked on a sample of rows around every group edge."""
+    gk = _gk()
+    f = _info()
+    k = 2 * f["kc"]
+    nc = _blocking(4096, 1 << 20, k, True)["nc"]
+    n = nc + f["nr"] + 5  # two column blocks
+    ms = _blocking(1 << 20, n, k, True)["ms"]
+    m = 2 * ms + 3 * f["mr"] + 1  # three row groups of the scratch (ms is rounded down)
+    bl = _blocking(m, n, k, True)
+    assert bl["nblk"] == 2 and bl["nc"] == nc and bl["ms"] == ms < m, bl
+    if m * n * k > 3e9 and isa in ("scalar", "sse41"):
+        pytest.skip("a product this size takes too long on this path")
+    rng = np.random.default_rng(5)
+    a = _rand(rng, (m, k), U8)
+    b = _rand(rng, (k, n), S8)
+    rows = _row_sample(m, ms)
+    azp, bzp = _rand(rng, (m,), U8), _rand(rng, (), S8)
+    got = gk.matmul_integer(a, b, azp, bzp)
+    _assert_same(got[rows], o.matmul_integer(a[rows], b, azp[rows], bzp), "MatMulInteger")
+    bzp, sb = _rand(rng, (n,), S8), rng.uniform(0.5, 2, (n,)).astype(np.float32) / 64
+    for shape in ((), (m,)):
+        azp, sa = _rand(rng, shape, U8), rng.uniform(0.5, 2, shape).astype(np.float32) / 64
+        zr, sr = (azp, sa) if not shape else (azp[rows], sa[rows])
+        args = (a, sa, azp, b, sb, bzp, np.float32(k / 8), np.array(-3, S8))
+        got = gk.qlinear_matmul(*args)
+        exp, _ = o.qlinear_matmul(a[rows], sr, zr, b, sb, bzp, np.float32(k / 8),
+                                  np.array(-3, S8))
+        _assert_same(got[rows], exp, "QLinearMatMul")
+
+
+@pytest.mark.parametrize("route", ["fold", "fold_gather", "bcache"])
+def test_batches_in_blocks(isa, route):
+    """Depth blocks through the batch routes: a folded product (B shared, A contiguous
+    or gathered) and matrix by matrix with B packed once into the cache, whose layout is
+    depth block after depth block."""
+    gk = _gk()
+    f = _info()
+    rng = np.random.default_rng(len(route))
+    m, n = _packed_m(f), f["nr"] + 3
+    for k in (f["kc"] + 1, 2 * f["kc"] + 3):
+        if route == "bcache":
+            # B varies along the outer batch dim and is shared along the inner one
+            a = _rand(rng, (2, 3, m, k), U8)
+            b = _rand(rng, (2, 1, k, n), S8)
+            azp = _rand(rng, (2, 3, m, 1), U8)
+        else:
+            a = _rand(rng, (3, m, k), S8)
+            if route == "fold_gather":
+                a = np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)
+            b = _rand(rng, (k, n), U8)
+            azp = _rand(rng, (3, m, 1), S8)
+        bzp = _rand(rng, (n,), b.dtype)
+        _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                     f"{route} K={k}")
+        sa = rng.uniform(0.5, 2, azp.shape).astype(np.float32) / 64
+        sb = rng.uniform(0.5, 2, (n,)).astype(np.float32)
+        args = (a, sa, azp, b, sb, bzp, np.float32(k / 4), np.array(100, U8))
+        o.check_qlinear(gk.qlinear_matmul(*args), *args)
+
+
+def test_blocks_inside_depth_chunks(isa):
+    """K past the driver's depth chunk, packed: every chunk runs in depth blocks."""
+    gk = _gk()
+    f = _info()
+    k = f["kchunk"] + 2 * f["kc"] + 1
+    m = _packed_m(f)
+    rng = np.random.default_rng(3)
+    a = _rand(rng, (m, k), U8)
+    b = _rand(rng, (k, 3), S8)
+    _assert_same(gk.matmul_integer(a, b, np.uint8(200), np.int8(-7)),
+                 o.matmul_integer(a, b, np.uint8(200), np.int8(-7)), "chunked")
