@@ -3,7 +3,7 @@ one process.
 
     python benchmarks/bench_codecs.py                # 4M elements, every usable codecs path
     python benchmarks/bench_codecs.py --n 1000000 --reps 31
-    python benchmarks/bench_codecs.py --paths avx512vnni
+    python benchmarks/bench_codecs.py --paths avx512
 
 Rows: float32 -> each float8 (gemmkit saturating, as ONNX Cast's default; ml_dtypes' astype
 does not saturate, it is the speed reference the issue names), each float8 -> float32, and

@@ -468,7 +468,7 @@ def simd_modes():
 def test_simd_path_active_where_cpu_has_it():
     """Where the F16C/AVX2 code is built in, the CPU has AVX2 and F16C and the selected
     level (GEMMKIT_ISA) is avx2 or above, the bulk conversions must take a SIMD family (the
-    AVX-512 one at avx512vnni and above); elsewhere they must not."""
+    AVX-512 one at avx512 and above); elsewhere they must not."""
     import gemmkit
     if not core._codecs_simd_compiled():
         assert core._codecs_simd_active() is False
@@ -484,10 +484,10 @@ def test_simd_path_active_where_cpu_has_it():
     allowed = levels.index(info["isa"]) >= levels.index("avx2")
     want = "avx2" in flags and "f16c" in flags and allowed
     assert core._codecs_simd_active() is want
-    # the AVX-512 family (F/BW/VL code in the avx512vnni group) from that level up
-    zmm = "avx512vnni" in levels and levels.index(info["isa"]) >= levels.index("avx512vnni") \
-        and "avx512vnni" in info["compiled"]
-    expect = "avx512vnni" if (want and zmm) else ("avx2" if want else "scalar")
+    # the AVX-512 family (the avx512 group) from that level up
+    zmm = "avx512" in levels and levels.index(info["isa"]) >= levels.index("avx512") \
+        and "avx512" in info["compiled"]
+    expect = "avx512" if (want and zmm) else ("avx2" if want else "scalar")
     assert info["engines"]["codecs"] == expect
 
 

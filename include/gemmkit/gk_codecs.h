@@ -137,7 +137,7 @@ extern const gk_codecs_kernel gk_codecs_scalar;
 extern const gk_codecs_kernel gk_codecs_avx2;
 /* AVX-512 F/BW/VL (src/csrc/codecs/x86/gk_f16_avx512vnni.c, gk_fp8_avx512vnni.c), built in
  * the avx512vnni group (the build's AVX-512 group), where GK_HAVE_AVX512VNNI. */
-extern const gk_codecs_kernel gk_codecs_avx512vnni;
+extern const gk_codecs_kernel gk_codecs_avx512;
 
 /* ---- gemmkit.cast: any strided array of one float type into another (gk_cast.c) ---- */
 enum gk_cast_type {

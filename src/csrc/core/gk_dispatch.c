@@ -125,8 +125,8 @@ typedef struct {
 } gk_centry;
 
 static const gk_centry ctable[] = {
-#ifdef GK_HAVE_AVX512VNNI
-    {&gk_codecs_avx512vnni, L_AVX512VNNI}, /* uses AVX-512 F/BW/VL only */
+#ifdef GK_HAVE_AVX512
+    {&gk_codecs_avx512, L_AVX512},
 #endif
 #ifdef GK_HAVE_AVX2
     {&gk_codecs_avx2, L_AVX2},

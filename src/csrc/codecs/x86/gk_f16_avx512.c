@@ -1,6 +1,6 @@
-/* Bulk float16/bfloat16 <-> float32 with AVX-512, and the gk_codecs_avx512vnni family.  The
+/* Bulk float16/bfloat16 <-> float32 with AVX-512, and the gk_codecs_avx512 family.  The
  * code needs only AVX-512 F, BW and VL (F16C's conversions exist at 512 bits in AVX-512F);
- * it sits in the avx512vnni group, the build's AVX-512 group, and runs at that level.
+ * it is built in the avx512 group and runs from that level up.
  *
  * Bit-identical to the scalar family for every input, for the reasons given in
  * gk_f16_avx2.c (vcvtph2ps / vcvtps2ph with an explicit RNE immediate; bfloat16 in integer
@@ -89,12 +89,12 @@ static void gk_f32_to_bf16_n_avx512(const float *src, uint16_t *dst, size_t n)
     }
 }
 
-const gk_codecs_kernel gk_codecs_avx512vnni = {
-    "avx512vnni",
+const gk_codecs_kernel gk_codecs_avx512 = {
+    "avx512",
     gk_f16_to_f32_n_avx512,
     gk_f32_to_f16_n_avx512,
     gk_bf16_to_f32_n_avx512,
     gk_f32_to_bf16_n_avx512,
-    gk_fp8_to_f32_n_avx512, /* gk_fp8_avx512vnni.c */
+    gk_fp8_to_f32_n_avx512, /* gk_fp8_avx512.c */
     gk_f32_to_fp8_n_avx512,
 };

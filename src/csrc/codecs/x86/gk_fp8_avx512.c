@@ -1,7 +1,6 @@
-/* float8 <-> float32 with AVX-512.  The code needs only AVX-512 F, BW and VL; it sits in the
- * avx512vnni group because that is the build's AVX-512 group (its flags add VNNI, which the
- * compiler does not emit here) and runs in the gk_codecs_avx512vnni family
- * (gk_f16_avx512vnni.c), at the avx512vnni level of the dispatch.
+/* float8 <-> float32 with AVX-512.  The code needs only AVX-512 F, BW and VL; it is built in
+ * the avx512 group and runs in the gk_codecs_avx512 family (gk_f16_avx512.c), from the
+ * avx512 level of the dispatch up.
  *
  * The same computations as gk_fp8_avx2.c (see there for the bounds and why MXCSR cannot
  * change a result), 16 lanes wide with mask registers; tails run the vector code under a
