@@ -281,8 +281,10 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                                   : 0) + a_shift;
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
-    /* za one value over the rows and zb one over the columns: the correction separates */
-    int separable = 1;
+    /* za one value over the rows and zb one over the columns: the correction separates
+     * (handed to the kernels for int32 outputs, where it saves two vpmulld per vector;
+     * next to a requantization it is not worth the kernel code) */
+    int separable = !requant;
     for (int i = 1; i < M && separable; i++)
         separable = za[i] == za[0];
     for (int j = 1; j < N && separable; j++)
