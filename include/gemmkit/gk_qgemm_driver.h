@@ -80,7 +80,7 @@ int gk_qgemm_kc(const gk_qgemm_kernel *kern);
 
 /* How the packed path blocks an m x n x k product (tests and benchmarks read it; small-M
  * products never pack): nblk depth blocks of kcb (the last one shorter), A blocks of mc
- * rows (a quarter of L2 at kcb), B blocks of nc columns (half of L2), and the rows ms of
+ * rows (half of L2 at kcb), B blocks of nc columns (the size of L2), and the rows ms of
  * the partial-sum scratch of a requantized output (all m, but groups of ms past 8 MB). */
 typedef struct gk_qgemm_blocking {
     int kcb, nblk, mc, nc, ms;

@@ -3,7 +3,8 @@
  * Portable C (built natively by run_native.sh, cross-built for aarch64 + qemu): the
  * kernel files to link are chosen by the build script, the families are found through
  * the dispatch table.  For each family it runs a small reference driver (pack A, pack B,
- * one ukernel call per tile) and the small-M path, on random and extreme data, odd
+ * one ukernel call per tile; also in depth blocks, with the partial-sum modes of
+ * gk_qepi.part_mode) and the small-M path, on random and extreme data, odd
  * shapes, deep K (including int32 wrap-around), every epilogue kind and multiplier /
  * y_zp stride pattern, and strided / negative-stride / broadcast sources; then compares
  * the outputs, the guard bytes around them and the packed row/column sums with the

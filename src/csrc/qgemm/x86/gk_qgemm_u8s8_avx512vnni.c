@@ -56,36 +56,30 @@ static void gk_qgemm_u8s8_avx512vnni_pack_b(int k, int nc, const uint8_t *b, ptr
 /* The epilogue of a whole tile (mode NONE or FINISH: acc holds the whole depth's raw dot
  * products), every lane valid; needs gk_x86_epi_vector_ok(e).  Inlined, so that acc stays
  * in registers; e's fields are read into locals first (the build has no strict aliasing:
- * every store to y would otherwise reload them). */
+ * every store to y would otherwise reload them).  Requantized outputs take the general
+ * correction: its vpmulld are small next to the conversions, and one inlined copy of the
+ * requantization keeps the kernel small. */
 GK_ALWAYS_INLINE void gk_avx512vnni_tile_epilogue(const gk_qepi *e, int m0, int n0,
                                                   __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV])
 {
-    if (e->row_corr) {
+    if (e->row_corr && e->kind == GK_QOUT_I32) {
+        /* int32 output with the separable correction: two subtractions, whole rows */
         const int32_t *row_corr = e->row_corr + m0;
-        __m512i colc[GK_AVX512VNNI_NV];
+        const ptrdiff_t ldy = e->ldy;
+        int32_t *yp = (int32_t *)e->y + (ptrdiff_t)m0 * ldy + n0;
+        __m512i colc[GK_AVX512VNNI_NV], r[GK_AVX512VNNI_MR];
         GK_UNROLL(4)
         for (int v = 0; v < GK_AVX512VNNI_NV; v++)
             colc[v] = _mm512_loadu_si512((const void *)(e->col_corr + n0 + 16 * v));
-        if (e->kind == GK_QOUT_I32) { /* whole rows of y: plain stores */
-            const ptrdiff_t ldy = e->ldy;
-            int32_t *yp = (int32_t *)e->y + (ptrdiff_t)m0 * ldy + n0;
-            __m512i r[GK_AVX512VNNI_MR];
-            GK_UNROLL(8)
-            for (int i = 0; i < GK_AVX512VNNI_MR; i++)
-                r[i] = _mm512_set1_epi32(row_corr[i]);
-            GK_UNROLL(8)
-            for (int i = 0; i < GK_AVX512VNNI_MR; i++)
-                GK_UNROLL(4)
-                for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-                    _mm512_storeu_si512((void *)(yp + (ptrdiff_t)i * ldy + 16 * v),
-                                        _mm512_sub_epi32(_mm512_sub_epi32(acc[i][v], r[i]), colc[v]));
-            return;
-        }
+        GK_UNROLL(8)
+        for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+            r[i] = _mm512_set1_epi32(row_corr[i]);
         GK_UNROLL(8)
         for (int i = 0; i < GK_AVX512VNNI_MR; i++)
             GK_UNROLL(4)
             for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-                gk_qepi_zmm_dot_sep(e, m0 + i, n0 + 16 * v, acc[i][v], colc[v], (__mmask16)0xFFFF);
+                _mm512_storeu_si512((void *)(yp + (ptrdiff_t)i * ldy + 16 * v),
+                                    _mm512_sub_epi32(_mm512_sub_epi32(acc[i][v], r[i]), colc[v]));
         return;
     }
     __m512i bzp[GK_AVX512VNNI_NV], cc[GK_AVX512VNNI_NV];

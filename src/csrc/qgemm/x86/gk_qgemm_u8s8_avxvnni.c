@@ -44,7 +44,9 @@
 #define GK_ADD2_10 12
 #define GK_ADD1_13 14
 #define GK_ADD2_13 15
-/* After the loop: rows (c, c+1, c+2) += the part sums at addp (when given), then stored. */
+/* After the loop: rows (c, c+1, c+2) += the part sums at addp (when given), then stored
+ * to outp (when given) or to t at fixed offsets (see the avx2 family). */
+#define GK_VT(r) "vmovdqu %%ymm" #r ", (" #r "-4)*32(%[t])\n\t"
 #define GK_VADD(c)                                                                          \
     "vpaddd (%[addp]), %%ymm" #c ", %%ymm" #c "\n\t"                                        \
     "vpaddd 32(%[addp]), %%ymm" GK_STR(GK_ADD1_##c) ", %%ymm" GK_STR(GK_ADD1_##c) "\n\t"    \
@@ -55,7 +57,7 @@
     "vmovdqu %%ymm" GK_STR(GK_ADD1_##c) ", 32(%[outp])\n\t"                                 \
     "vmovdqu %%ymm" GK_STR(GK_ADD2_##c) ", 64(%[outp])\n\t"                                 \
     "add %[ld_out], %[outp]\n\t"
-#define GK_UK_ASM_LOOP(pa, pb, pe, addp, ld_add, outp, ld_out)                              \
+#define GK_UK_ASM_LOOP(pa, pb, pe, addp, ld_add, outp, ld_out, t)                           \
     __asm__ volatile(GK_VZ(4) GK_VZ(5) GK_VZ(6) GK_VZ(7) GK_VZ(8) GK_VZ(9) GK_VZ(10)        \
                      GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14) GK_VZ(15)                      \
                      "cmp %[pa], %[pe]\n\t"                                                 \
@@ -75,9 +77,16 @@
                      "jz 3f\n\t"                                                            \
                      GK_VADD(4) GK_VADD(7) GK_VADD(10) GK_VADD(13)                          \
                      "3:\n\t"                                                               \
+                     "test %[outp], %[outp]\n\t"                                            \
+                     "jz 4f\n\t"                                                            \
                      GK_VST(4) GK_VST(7) GK_VST(10) GK_VST(13)                              \
+                     "jmp 5f\n\t"                                                           \
+                     "4:\n\t"                                                               \
+                     GK_VT(4) GK_VT(5) GK_VT(6) GK_VT(7) GK_VT(8) GK_VT(9) GK_VT(10)        \
+                     GK_VT(11) GK_VT(12) GK_VT(13) GK_VT(14) GK_VT(15)                      \
+                     "5:\n\t"                                                               \
                      : [pa] "+r"(pa), [pb] "+r"(pb), [addp] "+r"(addp), [outp] "+r"(outp)   \
-                     : [pe] "r"(pe), [ld_add] "r"(ld_add), [ld_out] "r"(ld_out)             \
+                     : [pe] "r"(pe), [ld_add] "r"(ld_add), [ld_out] "r"(ld_out), [t] "r"(t) \
                      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",      \
                        "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",        \
                        "xmm15", "cc", "memory")
@@ -97,6 +106,7 @@
 #undef GK_ADD2_13
 #undef GK_VADD
 #undef GK_VST
+#undef GK_VT
 
 /* ---------------------------------------------------------------- small M */
 
