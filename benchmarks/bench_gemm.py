@@ -50,7 +50,9 @@ def timed(fns, budget):
     return [statistics.median(r) for r in res]
 
 
-def ort_gemm(dtype):
+def ort_gemm(dtype, alpha=1.0, beta=1.0):
+    """onnxruntime Gemm (opset 13, one thread) of float32 or float64 with these alpha and
+    beta, inputs A, B, C; or None (no onnxruntime, or another dtype)."""
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper
@@ -60,7 +62,7 @@ def ort_gemm(dtype):
     if t is None:
         return None
     g = helper.make_graph(
-        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=1.0, beta=1.0)], "g",
+        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
         [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
         [helper.make_tensor_value_info("Y", t, None)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -110,25 +112,6 @@ class FmaPeaks:
         return best
 
 
-def ort_gemm_ab(alpha, beta):
-    """onnxruntime Gemm float32 with alpha, beta and C (one thread), or None."""
-    try:
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
-    t = TensorProto.FLOAT
-    g = helper.make_graph(
-        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
-        [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
-        [helper.make_tensor_value_info("Y", t, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-
-
 def float_paths(cases, budget):
     """The float32/float64 rows: every Gemm float path forced, vs NumPy (and ort)."""
     from _bench_common import cpu_class
@@ -145,7 +128,7 @@ def float_paths(cases, budget):
     print(hdr)
     print("-" * len(hdr))
     rng = np.random.default_rng(1)
-    sess = ort_gemm_ab(0.5, 2.0)
+    sess = ort_gemm(np.float32, 0.5, 2.0)
     for dt in (np.float32, np.float64):
         for (M, K, N) in cases:
             A = rng.standard_normal((M, K)).astype(dt)
