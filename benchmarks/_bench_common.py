@@ -64,3 +64,17 @@ def llc_bytes():
         if best is None or level > best[0]:
             best = (level, size)
     return best[1] if best else None
+
+
+def build_c_lib(name: str, *extra: str, quiet: bool = True) -> str:
+    """benchmarks/c/<name>.c compiled with the C compiler ($CC, else cc) into a shared
+    library in a fresh temporary directory; returns its path.  Raises OSError or
+    subprocess.CalledProcessError where that fails (no compiler); quiet: the compiler's
+    output is captured (callers that fall back), else it goes to the terminal."""
+    import subprocess
+    import tempfile
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", name + ".c")
+    so = os.path.join(tempfile.mkdtemp(), name + ".so")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so,
+                    *extra], check=True, capture_output=quiet)
+    return so

@@ -28,7 +28,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gemmkit as gk  # noqa: E402
-from _bench_common import cpu_name  # noqa: E402
+from _bench_common import build_c_lib, cpu_name  # noqa: E402
 
 
 def timed(fns, budget):
@@ -84,14 +84,9 @@ class FmaPeaks:
     def __init__(self):
         import ctypes
         import subprocess
-        import tempfile
         self.lib = None
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_peak_x86.c")
-        so = os.path.join(tempfile.mkdtemp(), "gk_peaks.so")
         try:
-            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o",
-                            so], check=True, capture_output=True)
-            lib = ctypes.CDLL(so)
+            lib = ctypes.CDLL(build_c_lib("bench_peak_x86"))
             for f in FMA_PEAKS.values():
                 getattr(lib, f).restype = ctypes.c_int64
                 getattr(lib, f).argtypes = [ctypes.c_long]

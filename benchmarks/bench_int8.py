@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 import gemmkit as gk
-from _bench_common import cpu_class, cpu_name, llc_bytes
+from _bench_common import build_c_lib, cpu_class, cpu_name, llc_bytes
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -65,13 +65,8 @@ class Peaks:
         self.lib = None
         import ctypes
         import subprocess
-        import tempfile
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_peak_x86.c")
-        so = os.path.join(tempfile.mkdtemp(), "gk_peaks.so")
         try:
-            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so],
-                           check=True, capture_output=True)
-            self.lib = ctypes.CDLL(so)
+            self.lib = ctypes.CDLL(build_c_lib("bench_peak_x86"))
             for f in PEAK_FUNCS.values():
                 getattr(self.lib, f).restype = ctypes.c_int64
                 getattr(self.lib, f).argtypes = [ctypes.c_long]
@@ -113,15 +108,10 @@ class ReadBandwidth:
     def __init__(self, features):
         import ctypes
         import subprocess
-        import tempfile
         self.kind = "numpy"
         self.fn = None
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "bench_read_bw.c")
-        so = os.path.join(tempfile.mkdtemp(), "gk_read_bw.so")
         try:
-            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o",
-                            so], check=True, capture_output=True)
-            lib = ctypes.CDLL(so)
+            lib = ctypes.CDLL(build_c_lib("bench_read_bw"))
             name = "generic"
             if hasattr(lib, "gk_read_xmm"):
                 name = ("zmm" if "avx512f" in features else
@@ -328,11 +318,7 @@ def print_row(head, ops_n, tg, pk, bw, to=None, err="n/a", note=""):
 
 def rerun_without_amx(argv):
     import subprocess
-    import tempfile
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "no_amx_preload.c")
-    so = os.path.join(tempfile.mkdtemp(), "no_amx_preload.so")
-    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so,
-                    "-ldl"], check=True)
+    so = build_c_lib("no_amx_preload", "-ldl", quiet=False)
     env = dict(os.environ, GK_BENCH_NO_AMX="1",
                LD_PRELOAD=(so + " " + os.environ.get("LD_PRELOAD", "")).strip())
     return subprocess.run([sys.executable, os.path.abspath(__file__)] + list(argv),
