@@ -133,6 +133,25 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
     "vpbroadcastd " #i "*4(%[pa]), %%zmm" #r "\n\t"                                         \
     "vpdpbusd %%zmm0, %%zmm" #r ", %%zmm" #c0 "\n\t"                                        \
     "vpdpbusd %%zmm1, %%zmm" #r ", %%zmm" #c1 "\n\t"
+/* The k-loop of both tile variants below: zero the 16 accumulators (zmm16..31, row i,
+ * half v in zmm16+2i+v), then per k-group two B loads and eight A broadcasts feeding 16
+ * vpdpbusd; falls through at label 2 with the sums in zmm16..31. */
+#define GK_KLOOP                                                                            \
+    GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22) GK_Z(23) GK_Z(24) GK_Z(25) \
+    GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29) GK_Z(30) GK_Z(31)                                   \
+    "cmp %[pa], %[pe]\n\t"                                                                   \
+    "je 2f\n\t"                                                                              \
+    ".p2align 5\n\t"                                                                         \
+    "1:\n\t"                                                                                 \
+    "vmovdqu64 (%[pb]), %%zmm0\n\t"                                                          \
+    "vmovdqu64 64(%[pb]), %%zmm1\n\t"                                                        \
+    GK_ROW(0, 2, 16, 17) GK_ROW(1, 3, 18, 19) GK_ROW(2, 2, 20, 21) GK_ROW(3, 3, 22, 23)     \
+    GK_ROW(4, 2, 24, 25) GK_ROW(5, 3, 26, 27) GK_ROW(6, 2, 28, 29) GK_ROW(7, 3, 30, 31)     \
+    "add $32, %[pa]\n\t"                                                                     \
+    "add $128, %[pb]\n\t"                                                                    \
+    "cmp %[pa], %[pe]\n\t"                                                                   \
+    "jne 1b\n\t"                                                                             \
+    "2:\n\t"
 #define GK_ADDROW(c0, c1)                                                                   \
     "vpaddd (%[addp]), %%zmm" #c0 ", %%zmm" #c0 "\n\t"                                      \
     "vpaddd 64(%[addp]), %%zmm" #c1 ", %%zmm" #c1 "\n\t"                                    \
@@ -154,24 +173,7 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
             c7 __asm__("xmm23"), c8 __asm__("xmm24"), c9 __asm__("xmm25"), c10 __asm__("xmm26"),
             c11 __asm__("xmm27"), c12 __asm__("xmm28"), c13 __asm__("xmm29"),
             c14 __asm__("xmm30"), c15 __asm__("xmm31");
-        __asm__ volatile(GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22)
-                         GK_Z(23) GK_Z(24) GK_Z(25) GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29)
-                         GK_Z(30) GK_Z(31)
-                         "cmp %[pa], %[pe]\n\t"
-                         "je 2f\n\t"
-                         ".p2align 5\n\t"
-                         "1:\n\t"
-                         "vmovdqu64 (%[pb]), %%zmm0\n\t"
-                         "vmovdqu64 64(%[pb]), %%zmm1\n\t"
-                         GK_ROW(0, 2, 16, 17) GK_ROW(1, 3, 18, 19)
-                         GK_ROW(2, 2, 20, 21) GK_ROW(3, 3, 22, 23)
-                         GK_ROW(4, 2, 24, 25) GK_ROW(5, 3, 26, 27)
-                         GK_ROW(6, 2, 28, 29) GK_ROW(7, 3, 30, 31)
-                         "add $32, %[pa]\n\t"
-                         "add $128, %[pb]\n\t"
-                         "cmp %[pa], %[pe]\n\t"
-                         "jne 1b\n\t"
-                         "2:\n\t"
+        __asm__ volatile(GK_KLOOP
                          "test %[addp], %[addp]\n\t"
                          "jz 3f\n\t"
                          GK_ADDROW(16, 17) GK_ADDROW(18, 19) GK_ADDROW(20, 21) GK_ADDROW(22, 23)
@@ -204,24 +206,7 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
         const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * GK_AVX512VNNI_MR;
         const __m512i *pb = bp;
         __m512i *outp = t;
-        __asm__ volatile(GK_Z(16) GK_Z(17) GK_Z(18) GK_Z(19) GK_Z(20) GK_Z(21) GK_Z(22)
-                         GK_Z(23) GK_Z(24) GK_Z(25) GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29)
-                         GK_Z(30) GK_Z(31)
-                         "cmp %[pa], %[pe]\n\t"
-                         "je 2f\n\t"
-                         ".p2align 5\n\t"
-                         "1:\n\t"
-                         "vmovdqu64 (%[pb]), %%zmm0\n\t"
-                         "vmovdqu64 64(%[pb]), %%zmm1\n\t"
-                         GK_ROW(0, 2, 16, 17) GK_ROW(1, 3, 18, 19)
-                         GK_ROW(2, 2, 20, 21) GK_ROW(3, 3, 22, 23)
-                         GK_ROW(4, 2, 24, 25) GK_ROW(5, 3, 26, 27)
-                         GK_ROW(6, 2, 28, 29) GK_ROW(7, 3, 30, 31)
-                         "add $32, %[pa]\n\t"
-                         "add $128, %[pb]\n\t"
-                         "cmp %[pa], %[pe]\n\t"
-                         "jne 1b\n\t"
-                         "2:\n\t"
+        __asm__ volatile(GK_KLOOP
                          GK_ST(16) GK_ST(17) GK_ST(18) GK_ST(19) GK_ST(20) GK_ST(21)
                          GK_ST(22) GK_ST(23) GK_ST(24) GK_ST(25) GK_ST(26) GK_ST(27)
                          GK_ST(28) GK_ST(29) GK_ST(30) GK_ST(31)
@@ -238,6 +223,7 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
     }
 #undef GK_Z
 #undef GK_ROW
+#undef GK_KLOOP
 #undef GK_ADDROW
 #undef GK_OUTROW
 #undef GK_ST
