@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 
@@ -169,3 +170,33 @@ def test_available_paths_are_supported_by_this_cpu():
     for name in info["available"]:
         for flag in need.get(name, []):
             assert flag in words, (name, flag, "not in /proc/cpuinfo flags")
+
+
+def test_cpu_info_reports_the_caches_the_os_sees():
+    """cpu_info()['caches'] (CPUID, what sizes the cache blocks) against Linux's own view
+    of cpu0's caches in sysfs (the kernel reads the same CPUID leaves)."""
+    import gemmkit
+    c = gemmkit.cpu_info()["caches"]
+    assert set(c) == {"l1d", "l2", "l3"}
+    assert all(isinstance(v, int) and v >= 0 for v in c.values())
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    if platform.machine().lower() not in ("x86_64", "amd64") or not os.path.isdir(base):
+        pytest.skip("no x86 Linux sysfs cache description to compare with")
+    seen = {}
+    for d in sorted(os.listdir(base)):
+        try:
+            with open(os.path.join(base, d, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(base, d, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, d, "size")) as f:
+                size = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified") and size.endswith("K"):
+            seen[level] = int(size[:-1]) * 1024
+    if 1 not in seen or 2 not in seen:
+        pytest.skip(f"sysfs lists no L1d/L2 sizes: {seen}")
+    assert c["l1d"] == seen[1] and c["l2"] == seen[2], (c, seen)
+    if 3 in seen:
+        assert c["l3"] == seen[3], (c, seen)

@@ -187,6 +187,11 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
         GK_SELECT_UNSUPPORTED
     unsigned gk_cpu_features()
     int gk_cpu_feature_names(const char **names, int cap)
+    ctypedef struct gk_cpu_cache_sizes:
+        size_t l1d
+        size_t l2
+        size_t l3
+    const gk_cpu_cache_sizes *gk_cpu_caches()
     int gk_isa_level_count()
     const char *gk_isa_level_name(int level)
     int gk_isa_level_compiled(int level)

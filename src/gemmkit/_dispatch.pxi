@@ -91,17 +91,21 @@ def cpu_info():
     MatMulInteger/QLinearMatMul, ``gemm`` per Gemm element type, ``codecs`` for the bulk
     float16/bfloat16 conversions), ``available`` (levels usable on this machine, best
     first), ``compiled`` (levels some engine has a family for in this binary),
-    ``features`` (CPU features detected, with OS support checked), ``num_threads``
+    ``features`` (CPU features detected, with OS support checked), ``caches`` (bytes of
+    one core's L1 data and L2 caches and of the L3, as the CPU reports them through CPUID;
+    they size the kernels' cache blocks; 0 where it reports none, e.g. on ARM64), ``num_threads``
     (threads used per call; GEMMKIT_NUM_THREADS is read, multi-threading is not
     implemented yet so this is 1) and ``num_threads_requested``."""
     cdef const char *names[32]
     cdef int n = gk_cpu_feature_names(names, 32)
+    cdef const gk_cpu_cache_sizes *c = gk_cpu_caches()
     return {
         "isa": gk_isa_level_name(gk_selected_level()).decode(),
         "engines": _engines(),
         "available": _available_isas(),
         "compiled": _compiled_isas(),
         "features": [names[i].decode() for i in range(n)],
+        "caches": {"l1d": c.l1d, "l2": c.l2, "l3": c.l3},
         "num_threads": 1,
         "num_threads_requested": _num_threads_requested,
     }
