@@ -78,3 +78,15 @@ def build_c_lib(name: str, *extra: str, quiet: bool = True) -> str:
     subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", src, "-o", so,
                     *extra], check=True, capture_output=quiet)
     return so
+
+
+def peak_gops(loop, iters: int = 100000, tries: int = 5) -> float:
+    """Best rate of a benchmarks/c peak loop (ctypes function: iterations -> multiply-adds
+    done), in G operations/s counting a multiply-add as two."""
+    import time
+    best = 0.0
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        macs = loop(iters)
+        best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
+    return best

@@ -28,7 +28,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gemmkit as gk  # noqa: E402
-from _bench_common import build_c_lib, cpu_name  # noqa: E402
+from _bench_common import build_c_lib, cpu_name, peak_gops  # noqa: E402
 
 
 def timed(fns, budget):
@@ -99,12 +99,7 @@ class FmaPeaks:
         if self.lib is None or name is None or path not in gk.cpu_info()["available"]:
             return None
         f = getattr(self.lib, name)
-        best = 0.0
-        for _ in range(5):
-            t0 = time.perf_counter()
-            macs = f(100000)
-            best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
-        return best
+        return peak_gops(f)
 
 
 def float_paths(cases, budget):

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 import gemmkit as gk
-from _bench_common import build_c_lib, cpu_class, cpu_name, llc_bytes
+from _bench_common import build_c_lib, cpu_class, cpu_name, llc_bytes, peak_gops
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -79,12 +79,7 @@ class Peaks:
         if self.lib is None or path not in PEAK_FUNCS:
             return None
         f = getattr(self.lib, PEAK_FUNCS[path])
-        best = 0.0
-        for _ in range(5):
-            t0 = time.perf_counter()
-            macs = f(100000)
-            best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
-        return best
+        return peak_gops(f)
 
 
 SMALL_M = 16  # rows with M <= SMALL_M must be bound by reading B once: quoted against bandwidth
