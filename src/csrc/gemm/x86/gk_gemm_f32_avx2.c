@@ -1,7 +1,7 @@
 /* The float32 Gemm family for AVX2 + FMA (group avx2).
  *
  * Tile 6 x 16 (12 ymm accumulators, 8-lane vectors, two per row), both
- * operands packed in the standard panel layout of gk_gemm.h (generic packers), cache
+ * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_f32_<isa>.c), cache
  * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 144/256/2048).
  * FMA rounds each product-sum once: results differ from the scalar oracle within the
  * float accumulation bound, the k order is the same. QLinearMatMul's float8 path runs ukernel_rounded (vmul, then vadd:
@@ -39,7 +39,7 @@
 
 const gk_gemm_kernel gk_gemm_f32_avx2 = {
     "avx2", GK_DT_F32, GK_ACC_F32, 6, 16, 144, 256, 2048,
-    gk_gemm_pack_a_f32, gk_gemm_pack_b_f32, gk_gemm_f32_avx2_6x16_ukernel,
+    gk_gemm_pack_a_f32_avx2, gk_gemm_pack_b_f32_avx2, gk_gemm_f32_avx2_6x16_ukernel,
     gk_gemm_epilogue_f32,
     1, /* cache_blocks */
     gk_gemm_f32_avx2_6x16_ukernel_rounded, /* ukernel_rounded */
