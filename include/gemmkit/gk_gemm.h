@@ -166,6 +166,12 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
 /* Small calls: below this many multiply-adds (M*N*K), a family with ukernel_ldb reads B'
  * in place instead of packing it (packing would cost about as much as the product). */
 #define GK_GEMM_SMALL_FLOPS ((ptrdiff_t)128 * 128 * 128)
+/* Thin A: with at most this many row panels (M <= mr * GK_GEMM_THIN_PANELS) a family
+ * with ukernel_ldb reads B' in place at any size (each B element is read once per row
+ * panel; packing it would read it and write it once). */
+#define GK_GEMM_THIN_PANELS 2
+/* The K block of the thin-A path (B' rows read side by side; see gk_gemm_driver.c). */
+#define GK_GEMM_THIN_KC 8
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)
@@ -285,6 +291,11 @@ GK_GEMM_DECLARE_PACKERS(f32)
 GK_GEMM_DECLARE_PACKERS(f64)
 GK_GEMM_DECLARE_PACKERS(u32)
 GK_GEMM_DECLARE_PACKERS(u64)
+/* SIMD float32 packers of the x86 float32 families (src/csrc/gemm/x86/
+ * gk_gemm_pack_f32_<isa>.c): register transposes for A' rows / B' columns contiguous
+ * along k, the generic packers for every other layout; same panels bit for bit. */
+GK_GEMM_DECLARE_PACKERS(f32_avx2)
+GK_GEMM_DECLARE_PACKERS(f32_avx512)
 #undef GK_GEMM_DECLARE_PACKERS
 
 /* The family used for `dtype`: its dispatch row's most specific family at or below the

@@ -12,6 +12,7 @@
  * output cast; in place in Y for accumulator-typed outputs).
  *
  * All state is in the per-call workspace: thread-safe.  One allocation per call. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,41 +178,56 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
     return GK_GEMM_OK;
 }
 
-/* Small calls (gk_gemm_kernel.ukernel_ldb): B' is read in place, column tile by column
- * tile (only full-width tiles: every element a tile reads is B's), the column tail packed
- * once into one panel; A is packed one micro-panel (mr x K) at a time, reused across the
- * row of tiles.  Same sums as the blocked path (one K block, k increasing), Y written
- * directly.  Needs 0 < K <= the family's KC and Y in the accumulator type. */
-static int run_small(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
+/* B' read in place (gk_gemm_kernel.ukernel_ldb): for small calls (packing B would cost
+ * about what the product costs) and for thin A (few rows: each B element is used by so
+ * few rows that packing it, a read and a write, costs more than reading it in place once
+ * per row panel).  Only full-width column tiles read B' (every element a tile reads is
+ * B's); per K block, the column tail is packed into one panel and A into its row
+ * panels (M is small here).  Loops: K blocks of the family's KC (the B tile of one block
+ * stays in L1 while every row panel uses it), then column tiles, then row panels; each tile's sums continue in Y from block to block in increasing k, exactly
+ * the blocked path's sums.  The epilogue finishes a tile after its last K block.
+ * Block depth: the family's KC for small calls (B is in cache); GK_GEMM_THIN_KC for thin
+ * A, where B streams from memory: the tiles of one K block read that many B' rows side by
+ * side, each row front to back, so the few streams stay prefetchable and within the TLB
+ * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at
+ * M = 1, K = N = 4096).
+ * Needs K > 0 and Y in the accumulator type. */
+static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc_max)
 {
     const ptrdiff_t M = g->m, N = g->n, K = g->k, esz = (ptrdiff_t)acc_size(kern->acc);
-    const int mr = kern->mr, nr = kern->nr, kc = (int)K;
-    const ptrdiff_t ntail = N % nr, nfull = N - ntail;
-    const size_t a_bytes = (size_t)mr * (size_t)K * (size_t)esz;
-    char *raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) +
-                                         (ntail ? (size_t)nr * (size_t)K * (size_t)esz : 0));
-    char *ap, *bt, *y = (char *)g->acc_y;
+    const int mr = kern->mr, nr = kern->nr;
+    const ptrdiff_t ntail = N % nr, nfull = N - ntail, panels = (M + mr - 1) / mr;
+    const ptrdiff_t KC = min_pd(kc_max, K);
+    /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
+    const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
+    char *raw, *ap, *bt, *y = (char *)g->acc_y;
     const ptrdiff_t ldy = g->ld_acc_y;
+    raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) +
+                                   (ntail ? (size_t)nr * (size_t)KC * (size_t)esz : 0));
     if (raw == NULL)
         return GK_GEMM_ENOMEM;
     ap = raw;
     bt = raw + gk_round64(a_bytes);
-    if (ntail)
-        g->pack_b(&g->b, 0, nfull, kc, (int)ntail, nr, bt);
-    for (ptrdiff_t ir = 0; ir < M; ir += mr) {
-        const int rows = (int)min_pd(mr, M - ir);
-        g->pack_a(&g->a, ir, 0, rows, kc, mr, ap);
-        for (ptrdiff_t jr = 0; jr < nfull; jr += nr) {
-            char *c = y + (ir * ldy + jr) * esz;
-            kern->ukernel_ldb(kc, ap, g->b.p + jr * g->b.cs, g->b.rs, c, ldy, rows, nr, 1);
-            if (g->epilogue != NULL)
-                g->epilogue(g->epi_ctx, ir, jr, rows, nr, c, ldy);
-        }
-        if (ntail) {
-            char *c = y + (ir * ldy + nfull) * esz;
-            kern->ukernel(kc, ap, bt, c, ldy, rows, (int)ntail, 1);
-            if (g->epilogue != NULL)
-                g->epilogue(g->epi_ctx, ir, nfull, rows, (int)ntail, c, ldy);
+    for (ptrdiff_t pc = 0; pc < K; pc += KC) {
+        const int kc = (int)min_pd(KC, K - pc), first = pc == 0, last = pc + kc >= K;
+        g->pack_a(&g->a, 0, pc, (int)M, kc, mr, ap);
+        if (ntail)
+            g->pack_b(&g->b, pc, nfull, kc, (int)ntail, nr, bt);
+        for (ptrdiff_t jr = 0; jr < N; jr += nr) {
+            const int cols = (int)min_pd(nr, N - jr);
+            /* the tile's B: B' itself, or the packed tail panel (row stride nr) */
+            const char *bsrc = jr < nfull ? g->b.p + pc * g->b.rs + jr * g->b.cs
+                                          : bt;
+            const ptrdiff_t ldb = jr < nfull ? g->b.rs : nr * esz;
+            for (ptrdiff_t p = 0; p < panels; p++) {
+                const ptrdiff_t ir = p * mr;
+                const int rows = (int)min_pd(mr, M - ir);
+                char *c = y + (ir * ldy + jr) * esz;
+                kern->ukernel_ldb(kc, ap + p * mr * kc * esz, bsrc, ldb, c, ldy,
+                                  rows, cols, first);
+                if (last && g->epilogue != NULL)
+                    g->epilogue(g->epi_ctx, ir, jr, rows, cols, c, ldy);
+            }
         }
     }
     gk_aligned_free(raw);
@@ -250,15 +266,21 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
         plan.acc_y = NULL;
         plan.ld_acc_y = 0;
     }
-    /* small calls: B' read in place when its columns are contiguous accumulator-typed
-     * elements (float32 / float64 families serve only their own type) */
+    /* B' read in place when its columns are contiguous accumulator-typed elements
+     * (float32 / float64 families serve only their own type): small calls, and thin A
+     * (at most GK_GEMM_THIN_PANELS row panels) */
     if (kern->ukernel_ldb != NULL && plan.acc_y != NULL && g->k > 0 && g->m > 0 &&
         g->n >= kern->nr && g->b_cs == (ptrdiff_t)acc_size(kern->acc) &&
-        g->m <= GK_GEMM_SMALL_FLOPS / g->n && g->k <= GK_GEMM_SMALL_FLOPS / (g->m * g->n)) {
+        g->k <= INT_MAX && g->m <= INT_MAX) {
         int mc0, kc0, nc0;
+        const int small = g->m <= GK_GEMM_SMALL_FLOPS / g->n &&
+                          g->k <= GK_GEMM_SMALL_FLOPS / (g->m * g->n);
+        const int thin = g->m <= (ptrdiff_t)kern->mr * GK_GEMM_THIN_PANELS;
         gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
-        if (g->k <= kc0)
-            return run_small(kern, &plan);
+        if (small)
+            return run_inplace(kern, &plan, kc0);
+        if (thin)
+            return run_inplace(kern, &plan, GK_GEMM_THIN_KC);
     }
     return gk_gemm_drive(kern, &plan);
 }
