@@ -135,8 +135,8 @@ typedef struct gk_codecs_kernel {
 extern const gk_codecs_kernel gk_codecs_scalar;
 /* F16C/AVX2 (src/csrc/codecs/x86/gk_f16_avx2.c, gk_fp8_avx2.c), where GK_HAVE_AVX2. */
 extern const gk_codecs_kernel gk_codecs_avx2;
-/* AVX-512 F/BW/VL (src/csrc/codecs/x86/gk_f16_avx512vnni.c, gk_fp8_avx512vnni.c), built in
- * the avx512vnni group (the build's AVX-512 group), where GK_HAVE_AVX512VNNI. */
+/* AVX-512 F/BW/VL/DQ (src/csrc/codecs/x86/gk_f16_avx512.c, gk_fp8_avx512.c), built in the
+ * avx512 group, where GK_HAVE_AVX512. */
 extern const gk_codecs_kernel gk_codecs_avx512;
 
 /* ---- gemmkit.cast: any strided array of one float type into another (gk_cast.c) ---- */

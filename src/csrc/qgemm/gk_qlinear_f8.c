@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gemmkit/gk_codecs.h"
+#include "gemmkit/gk_dispatch.h"
 #include "gemmkit/gk_gemm.h"
 #include "gemmkit/gk_qgemm_driver.h"
 
@@ -103,6 +104,7 @@ static void pack_a_q(const gk_gemm_src *src, ptrdiff_t i0, ptrdiff_t k0, int mc,
 }
 
 /* B' depth [k0, k0 + kc) x columns [j0, j0 + nc) -> nr-column float panels. */
+#define GK_F8_PACK_NR 64 /* per-column parameters of a panel held in registers/stack */
 static void pack_b_q(const gk_gemm_src *src, ptrdiff_t k0, ptrdiff_t j0, int kc, int nc,
                      int nr, void *dst)
 {
@@ -112,21 +114,31 @@ static void pack_b_q(const gk_gemm_src *src, ptrdiff_t k0, ptrdiff_t j0, int kc,
     float *d = (float *)dst;
     for (int q0 = 0; q0 < nc; q0 += nr) {
         const int cols = nc - q0 < nr ? nc - q0 : nr;
-        for (int j = 0; j < cols; j++) {
-            const uint8_t *col = base + (ptrdiff_t)(q0 + j) * cs;
-            if (q->per_tensor) {
-                for (int k = 0; k < kc; k++)
-                    d[(ptrdiff_t)k * nr + j] = q->deq[col[(ptrdiff_t)k * rs]];
-            } else {
-                const float z = qside_zp(q, j0 + q0 + j);
-                const float sc = q->scale[(j0 + q0 + j) * q->scale_stride];
-                for (int k = 0; k < kc; k++)
-                    d[(ptrdiff_t)k * nr + j] = (q->value[col[(ptrdiff_t)k * rs]] - z) * sc;
+        float z[GK_F8_PACK_NR], sc[GK_F8_PACK_NR];
+        if (!q->per_tensor && cols <= GK_F8_PACK_NR)
+            for (int j = 0; j < cols; j++) {
+                z[j] = qside_zp(q, j0 + q0 + j);
+                sc[j] = q->scale[(j0 + q0 + j) * q->scale_stride];
             }
+        /* k outer: B' rows are read along j (contiguous in the usual layout) and each
+         * panel row written in order */
+        for (int k = 0; k < kc; k++) {
+            const uint8_t *row = base + (ptrdiff_t)k * rs + (ptrdiff_t)q0 * cs;
+            float *o = d + (ptrdiff_t)k * nr;
+            if (q->per_tensor) {
+                for (int j = 0; j < cols; j++)
+                    o[j] = q->deq[row[(ptrdiff_t)j * cs]];
+            } else if (cols <= GK_F8_PACK_NR) {
+                for (int j = 0; j < cols; j++)
+                    o[j] = (q->value[row[(ptrdiff_t)j * cs]] - z[j]) * sc[j];
+            } else {
+                for (int j = 0; j < cols; j++)
+                    o[j] = (q->value[row[(ptrdiff_t)j * cs]] - qside_zp(q, j0 + q0 + j)) *
+                           q->scale[(j0 + q0 + j) * q->scale_stride];
+            }
+            for (int j = cols; j < nr; j++)
+                o[j] = 0.0f;
         }
-        for (int j = cols; j < nr; j++)
-            for (int k = 0; k < kc; k++)
-                d[(ptrdiff_t)k * nr + j] = 0.0f;
         d += (ptrdiff_t)kc * nr;
     }
 }
@@ -145,7 +157,11 @@ static void store_int(void *y, ptrdiff_t idx, int type, double x, double zp)
     }
 }
 
-/* x = acc / y_scale, then the output cast (float32 division, as the definition says). */
+/* x = acc / y_scale, then the output cast (float32 division, as the definition says).
+ * float8 outputs: each row of the tile is divided and offset in float32 (the same two
+ * operations as the definition, vectorisable), then encoded by the codecs engine's bulk
+ * saturating encoder (SIMD where the CPU has it, bit-identical to gk_fp8_encode_f32). */
+#define GK_F8_EPI_CHUNK 256
 static void epilogue_q(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols,
                        void *accv, ptrdiff_t ldacc)
 {
@@ -153,13 +169,26 @@ static void epilogue_q(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, in
     const float *acc = (const float *)accv;
     if (is_f8(p->y_type)) {
         const int fmt = p->y_type - GK_QT_F8;
+        const gk_codecs_kernel *codec = gk_codecs_active();
+        float x[GK_F8_EPI_CHUNK];
         for (int i = 0; i < rows; i++) {
             const ptrdiff_t m = m0 + i;
-            for (int j = 0; j < cols; j++) {
-                const ptrdiff_t n = n0 + j;
-                const float x = acc[i * ldacc + j] / p->y_scale[m * p->ys_rs + n * p->ys_cs];
-                const float zp = gk_fp8_decode(p->y_zp[m * p->yzp_rs + n * p->yzp_cs], fmt);
-                ((uint8_t *)p->y)[m * p->ldy + n] = gk_fp8_encode_f32(x + zp, fmt, 1);
+            const float *ys = p->y_scale + m * p->ys_rs;
+            const uint8_t *yz = p->y_zp + m * p->yzp_rs;
+            for (int j0 = 0; j0 < cols; j0 += GK_F8_EPI_CHUNK) {
+                const int w = cols - j0 < GK_F8_EPI_CHUNK ? cols - j0 : GK_F8_EPI_CHUNK;
+                const float *a = acc + i * ldacc + j0;
+                const ptrdiff_t n = n0 + j0;
+                if (p->ys_cs == 0 && p->yzp_cs == 0) {
+                    const float sc = ys[0], zp = gk_fp8_decode(yz[0], fmt);
+                    for (int j = 0; j < w; j++)
+                        x[j] = a[j] / sc + zp;
+                } else {
+                    for (int j = 0; j < w; j++)
+                        x[j] = a[j] / ys[(n + j) * p->ys_cs] +
+                               gk_fp8_decode(yz[(n + j) * p->yzp_cs], fmt);
+                }
+                codec->f32_to_fp8_n(x, (uint8_t *)p->y + m * p->ldy + n, (size_t)w, fmt, 1);
             }
         }
     } else {
