@@ -1,7 +1,7 @@
 /* The float64 Gemm family for AVX2 + FMA (group avx2).
  *
  * Tile 6 x 8 (12 ymm accumulators, 4-lane vectors, two per row), both
- * operands packed in the standard panel layout of gk_gemm.h (generic packers), cache
+ * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_f64_<isa>.c), cache
  * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 96/256/1024).
  * FMA rounds each product-sum once: results differ from the scalar oracle within the
  * float accumulation bound, the k order is the same. The micro-kernels are
@@ -38,7 +38,7 @@
 
 const gk_gemm_kernel gk_gemm_f64_avx2 = {
     "avx2", GK_DT_F64, GK_ACC_F64, 6, 8, 96, 256, 1024,
-    gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, gk_gemm_f64_avx2_6x8_ukernel,
+    gk_gemm_pack_a_f64_avx2, gk_gemm_pack_b_f64_avx2, gk_gemm_f64_avx2_6x8_ukernel,
     gk_gemm_epilogue_f64,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded */

@@ -1,7 +1,7 @@
 /* The float64 Gemm family for AVX-512F (group avx512: F/BW/VL/DQ + AVX2/FMA/F16C).
  *
  * Tile 14 x 16 (28 zmm accumulators, 8-lane vectors, two per row), both
- * operands packed in the standard panel layout of gk_gemm.h (generic packers), cache
+ * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_f64_<isa>.c), cache
  * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 112/256/1024).
  * FMA rounds each product-sum once: results differ from the scalar oracle within the
  * float accumulation bound, the k order is the same. The micro-kernels are
@@ -38,7 +38,7 @@
 
 const gk_gemm_kernel gk_gemm_f64_avx512 = {
     "avx512", GK_DT_F64, GK_ACC_F64, 14, 16, 112, 256, 1024,
-    gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, gk_gemm_f64_avx512_14x16_ukernel,
+    gk_gemm_pack_a_f64_avx512, gk_gemm_pack_b_f64_avx512, gk_gemm_f64_avx512_14x16_ukernel,
     gk_gemm_epilogue_f64,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded */
