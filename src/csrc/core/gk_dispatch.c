@@ -345,6 +345,28 @@ const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     return 0; /* unreachable: every row ends with its scalar family */
 }
 
+int gk_gemm_kernel_count(int dtype)
+{
+    int n = 0;
+    if (dtype < 0 || dtype >= GK_DT_COUNT)
+        return 0;
+    while (n < GEMM_ROW_MAX && gtable[dtype][n].kernel)
+        n++;
+    return n;
+}
+
+const gk_gemm_kernel *gk_gemm_kernel_at(int dtype, int i)
+{
+    return i >= 0 && i < gk_gemm_kernel_count(dtype) ? gtable[dtype][i].kernel : 0;
+}
+
+int gk_gemm_kernel_usable(int dtype, int i)
+{
+    if (i < 0 || i >= gk_gemm_kernel_count(dtype))
+        return 0;
+    return level_supported(gtable[dtype][i].level) && LEVEL_PERMITTED(gtable[dtype][i].level);
+}
+
 /* ---- codecs engine ----------------------------------------------------------------------- */
 
 int gk_codecs_kernel_count(void) { return CTABLE_LEN; }
