@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Portability you can show: the whole C core -- every baseline file (src/csrc/*/*.c), every
 # ISA group of the target with setup.py's flags (python setup.py print-isa-groups) -- and the
-# C kernel test, built by the compilers a wheel may meet besides the native gcc
+# C kernel tests (int8 and Gemm), built by the compilers a wheel may meet besides the native gcc
 # (tests/c/run_native.sh builds and runs that one), and run:
 #   clang          Linux x86-64; run here
 #   clang-aarch64  clang --target=aarch64-linux-gnu (the ARM kernels as Apple's and Windows'
@@ -122,7 +122,7 @@ compile_group() {
 
 # build NAME CC GROUPS LINK EXE: the whole core (GROUPS: print-isa-groups lines), the kernel
 # test and the report compiled by CC, linked by LINK (a command), into $BUILD/NAME
-# (test_qgemm_kernels$EXE, gk_isa_report$EXE).  Returns 1 when nothing could be linked.
+# (test_qgemm_kernels$EXE, test_gemm_kernels$EXE, gk_isa_report$EXE).  Returns 1 when nothing could be linked.
 build() {
     local name=$1 cc=$2 groups=$3 link=$4 exe=$5 out="$BUILD/$1" gname gflags pattern srcs probe_log
     local built=() skipped=() defs=() baseline=""
@@ -170,14 +170,16 @@ build() {
         return 1
     fi
     # shellcheck disable=SC2086  # the commands split into words
-    if ! compile_group "$cc" "$out" "" tests/c/test_qgemm_kernels.c tests/c/gk_isa_report.c; then
-        fail "$name: the kernel test or the report does not compile (above)"
+    if ! compile_group "$cc" "$out" "" tests/c/test_qgemm_kernels.c tests/c/gk_isa_report.c \
+        tests/c/test_gemm_kernels.c; then
+        fail "$name: the kernel tests or the report do not compile (above)"
         return 1
     fi
-    local test_o=${OBJS[-2]} report_o=${OBJS[-1]}
-    OBJS=("${OBJS[@]:0:${#OBJS[@]}-2}")
+    local test_o=${OBJS[-3]} report_o=${OBJS[-2]} gemm_o=${OBJS[-1]}
+    OBJS=("${OBJS[@]:0:${#OBJS[@]}-3}")
     # shellcheck disable=SC2086
     if ! $link "$test_o" "${OBJS[@]}" -lm -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
+        ! $link "$gemm_o" "${OBJS[@]}" -lm -o "$out/test_gemm_kernels$exe" >>"$out/link.log" 2>&1 ||
         ! $link "$report_o" "${OBJS[@]}" -lm -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
         cat "$out/link.log"
         fail "$name: the kernel test does not link"
@@ -191,16 +193,16 @@ build() {
     return 0
 }
 
-# run NAME PROGRAM...: the kernel test; prints its summary
+# run NAME PROGRAM...: a kernel test (the last word names it); prints its summary
 run_test() {
     local name=$1
     shift
-    local log="$BUILD/$name/test.log"
+    local log="$BUILD/$name/$(basename "${!#}").log"
     if "$@" >"$log" 2>&1; then
-        echo "  kernel test: $(tail -n 1 "$log")"
+        echo "  $(basename "${!#}"): $(tail -n 1 "$log")"
     else
         cat "$log"
-        fail "$name: kernel test"
+        fail "$name: $(basename "${!#}")"
     fi
 }
 
@@ -237,6 +239,7 @@ wine_run() { # wine_run NAME: the report and the kernel test of a Windows build 
         fail "$name: the Windows detection under wine ($rep) differs from Linux ($NATIVE_REPORT)"
     fi
     run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_qgemm_kernels.exe" </dev/null
+    run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_gemm_kernels.exe" </dev/null
 }
 
 for t in "${TOOLCHAINS[@]}"; do
@@ -247,12 +250,14 @@ for t in "${TOOLCHAINS[@]}"; do
         echo "  $rep"
         native_report "$t"
         run_test "$t" "$BUILD/$t/test_qgemm_kernels"
+        run_test "$t" "$BUILD/$t/test_gemm_kernels"
         ;;
     clang-aarch64)
         cc="clang --target=aarch64-linux-gnu"
         build "$t" "$cc" "$GROUPS_ARM64" "$cc -static" "" || continue
         echo "  under qemu-aarch64 -cpu max: $(qemu-aarch64-static -cpu max "$BUILD/$t/gk_isa_report")"
         run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_qgemm_kernels"
+        run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_gemm_kernels"
         ;;
     mingw)
         build "$t" x86_64-w64-mingw32-gcc "$GROUPS_WIN64" x86_64-w64-mingw32-gcc .exe || continue

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Cross-compiles the C int8 kernel test for ARM64 and runs it under qemu-user on two CPUs:
+# Cross-compiles the C kernel tests for ARM64 and runs them under qemu-user on two CPUs:
 #   -cpu cortex-a72  AdvSIMD only: must select "neon" and report no dotprod / i8mm
 #   -cpu max         dotprod + i8mm: must select "i8mm"; the harness tests all three
+# The int8 harness (GK_TEST_SRC) tests every usable int8 family; the Gemm harness
+# (tests/c/test_gemm_kernels.c) every usable Gemm family of every type, and must show the
+# NEON families of every type that has one run and pass on both CPUs.
 # Each source group gets the flags setup.py gives it (python setup.py print-isa-groups) (only *_neondot.c / *_i8mm.c get
 # -march=...+dotprod / +i8mm; the scalar oracle is built without auto-vectorisation).
 # Run from the repository root.  Exits non-zero on any build or test failure.
@@ -66,9 +69,15 @@ unset 'objs[-1]'
 compile -- "$TEST_SRC"
 test_obj=${objs[-1]}
 unset 'objs[-1]'
+compile -- tests/c/test_gemm_kernels.c
+gemm_obj=${objs[-1]}
+unset 'objs[-1]'
 
 "$CC" -static -o "$BUILD/gk_isa_report" "$report_obj" "${objs[@]}" -lm
 "$CC" -static -o "$BUILD/test_qgemm_kernels" "$test_obj" "${objs[@]}" -lm
+"$CC" -static -o "$BUILD/test_gemm_kernels" "$gemm_obj" "${objs[@]}" -lm
+# the Gemm types with a NEON family (declared in gk_gemm.h): each must run under both CPUs
+neon_gemm=$(grep -c '^extern const gk_gemm_kernel gk_gemm_[a-z0-9]*_neon;' include/gemmkit/gk_gemm.h || true)
 
 # --- run --------------------------------------------------------------------------------
 status=0
@@ -95,6 +104,18 @@ for cpu in $CPUS; do
     if ! "$QEMU" -cpu "$cpu" "$BUILD/test_qgemm_kernels"; then
         echo "FAIL: kernel test under -cpu $cpu" >&2
         status=1
+    fi
+    if ! out=$("$QEMU" -cpu "$cpu" "$BUILD/test_gemm_kernels"); then
+        echo "$out"
+        echo "FAIL: Gemm kernel test under -cpu $cpu" >&2
+        status=1
+    else
+        echo "$out"
+        ran=$(grep -cE '^ +[a-z0-9]+ +neon .*[1-9][0-9]* cases, ok$' <<<"$out" || true)
+        if [ "$ran" -ne "$neon_gemm" ]; then
+            echo "FAIL: $ran NEON Gemm families ran under -cpu $cpu, gk_gemm.h declares $neon_gemm" >&2
+            status=1
+        fi
     fi
 done
 [ $status -eq 0 ] && echo "qemu aarch64: all passed"

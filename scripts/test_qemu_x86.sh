@@ -5,7 +5,8 @@
 #   Haswell  (AVX2+FMA+F16C, no AVX-512, no VNNI)  -> must choose avx2; the CPU class of
 #            the AMD Zen 2 machines, where onnxruntime's u8s8 kernels saturate
 # Per CPU: no illegal instruction, the right path chosen, exact results on every usable
-# path (tests/emulated_check.py), the C kernel test (tests/c/test_qgemm_kernels).  Under
+# path (tests/emulated_check.py), the C kernel tests (tests/c/test_qgemm_kernels, every int8
+# family; tests/c/test_gemm_kernels, every Gemm family of every type).  Under
 # Haswell also: the pytest checks that run onnxruntime next to the exact oracles (their
 # report says whether onnxruntime is exact there; it is not asserted), smoke runs of
 # benchmarks/bench_int8.py and bench_gemm.py (peaks of absent ISAs must not be run), the
@@ -55,6 +56,7 @@ for pair in "Nehalem:sse41" "Haswell:avx2"; do
     step "$cpu" "installed package (expect $want)" \
         emu_tmp "$cpu" "$py" "$check" "$want" $quick
     step "$cpu" "C kernel test" emu "$cpu" "$cbuild/test_qgemm_kernels"
+    step "$cpu" "C Gemm kernel test" emu "$cpu" "$cbuild/test_gemm_kernels"
 done
 
 cpu=Haswell

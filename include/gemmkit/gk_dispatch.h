@@ -90,6 +90,12 @@ const char *gk_active_isa(void);              /* gk_qgemm_active()->isa */
 /* ---- Gemm engine: one row per element type (enum gk_gemm_dtype) ----
  * gk_gemm_kernel_for(dtype) (declared in gk_gemm.h, defined with the tables) is the
  * active family of a type. */
+int gk_gemm_kernel_count(int dtype);          /* families of the type's row, most specific
+                                                 first (0: unknown dtype) */
+const gk_gemm_kernel *gk_gemm_kernel_at(int dtype, int i);
+/* Whether family i of the row can run here, whatever the selection (the C harness runs
+ * every family this way). */
+int gk_gemm_kernel_usable(int dtype, int i);
 
 /* ---- codecs engine: bulk float16/bfloat16 <-> float32 ---- */
 const gk_codecs_kernel *gk_codecs_active(void);

@@ -263,6 +263,16 @@ extern const gk_gemm_kernel gk_gemm_f64_avx2;
 extern const gk_gemm_kernel gk_gemm_f32_avx512;
 extern const gk_gemm_kernel gk_gemm_f64_avx512;
 
+/* The ARM64 AdvSIMD families (src/csrc/gemm/arm/gk_gemm_<type>_neon.c), present when the
+ * neon group was built (GK_HAVE_NEON): float16/bfloat16 widen into the float32 kernel's
+ * panels while packing. */
+extern const gk_gemm_kernel gk_gemm_f16_neon;
+extern const gk_gemm_kernel gk_gemm_bf16_neon;
+extern const gk_gemm_kernel gk_gemm_f32_neon;
+extern const gk_gemm_kernel gk_gemm_f64_neon;
+extern const gk_gemm_kernel gk_gemm_i32_neon;
+extern const gk_gemm_kernel gk_gemm_u32_neon;
+
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;
 extern const gk_gemm_kernel gk_gemm_bf16_scalar;

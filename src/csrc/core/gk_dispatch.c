@@ -106,15 +106,26 @@ typedef struct {
 #else
 #define GK_GEMM_AVX2(fam)
 #endif
+#ifdef GK_HAVE_NEON
+#define GK_GEMM_NEON(fam) {&fam, L_NEON},
+#else
+#define GK_GEMM_NEON(fam)
+#endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
-    [GK_DT_F16] = {{&gk_gemm_f16_scalar, L_SCALAR}},
-    [GK_DT_BF16] = {{&gk_gemm_bf16_scalar, L_SCALAR}},
+    [GK_DT_F16] = {GK_GEMM_NEON(gk_gemm_f16_neon)
+                   {&gk_gemm_f16_scalar, L_SCALAR}},
+    [GK_DT_BF16] = {GK_GEMM_NEON(gk_gemm_bf16_neon)
+                    {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
+                   GK_GEMM_NEON(gk_gemm_f32_neon)
                    {&gk_gemm_f32_scalar, L_SCALAR}},
     [GK_DT_F64] = {GK_GEMM_AVX512(gk_gemm_f64_avx512) GK_GEMM_AVX2(gk_gemm_f64_avx2)
+                   GK_GEMM_NEON(gk_gemm_f64_neon)
                    {&gk_gemm_f64_scalar, L_SCALAR}},
-    [GK_DT_I32] = {{&gk_gemm_i32_scalar, L_SCALAR}},
-    [GK_DT_U32] = {{&gk_gemm_u32_scalar, L_SCALAR}},
+    [GK_DT_I32] = {GK_GEMM_NEON(gk_gemm_i32_neon)
+                   {&gk_gemm_i32_scalar, L_SCALAR}},
+    [GK_DT_U32] = {GK_GEMM_NEON(gk_gemm_u32_neon)
+                   {&gk_gemm_u32_scalar, L_SCALAR}},
     [GK_DT_I64] = {{&gk_gemm_i64_scalar, L_SCALAR}},
     [GK_DT_U64] = {{&gk_gemm_u64_scalar, L_SCALAR}},
 };
@@ -343,6 +354,28 @@ const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
         if (entry_ok(gtable[dtype][i].level))
             return gtable[dtype][i].kernel;
     return 0; /* unreachable: every row ends with its scalar family */
+}
+
+int gk_gemm_kernel_count(int dtype)
+{
+    int n = 0;
+    if (dtype < 0 || dtype >= GK_DT_COUNT)
+        return 0;
+    while (n < GEMM_ROW_MAX && gtable[dtype][n].kernel)
+        n++;
+    return n;
+}
+
+const gk_gemm_kernel *gk_gemm_kernel_at(int dtype, int i)
+{
+    return i >= 0 && i < gk_gemm_kernel_count(dtype) ? gtable[dtype][i].kernel : 0;
+}
+
+int gk_gemm_kernel_usable(int dtype, int i)
+{
+    if (i < 0 || i >= gk_gemm_kernel_count(dtype))
+        return 0;
+    return level_supported(gtable[dtype][i].level) && LEVEL_PERMITTED(gtable[dtype][i].level);
 }
 
 /* ---- codecs engine ----------------------------------------------------------------------- */
