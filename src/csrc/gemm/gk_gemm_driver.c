@@ -19,6 +19,7 @@
 #include "gemmkit/gk_dispatch.h"
 #include "gemmkit/gk_gemm.h"
 #include "core/gk_alloc.h"
+#include "core/gk_compiler.h"
 
 static size_t acc_size(int acc) { return (acc == GK_ACC_F32 || acc == GK_ACC_U32) ? 4 : 8; }
 
@@ -162,6 +163,17 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
                         } else {
                             ldc = nr;
                             c = ws;
+                        }
+                        /* the next tile's sums (below this one, same columns) are
+                         * read or written right after this kernel: start their lines
+                         * now (Y rows are far apart, a stream the hardware does not
+                         * follow) */
+                        if (ir + mr < mc && (g->acc_y != NULL || split_k)) {
+                            const int nrows = (int)min_pd(mr, mc - ir - mr);
+                            const char *cn = c + mr * ldc * (ptrdiff_t)esz;
+                            for (int r = 0; r < nrows; r++)
+                                for (ptrdiff_t o = 0; o < cols * (ptrdiff_t)esz; o += 64)
+                                    GK_PREFETCH_W(cn + r * ldc * (ptrdiff_t)esz + o);
                         }
                         kern->ukernel(kc, ap + (size_t)ir * (size_t)kc * esz,
                                       bp + (size_t)jr * (size_t)kc * esz, c, ldc, rows, cols,
