@@ -2,26 +2,34 @@
  *
  * AVX2 has no 64-bit lane multiply.  Modulo 2**64, with a = ah*2**32 + al and
  * b = bh*2**32 + bl (32-bit halves),
- *     a*b = al*bl + ((ah*bl + al*bh) << 32)
- * and the shift is linear modulo 2**64, so the k-loop keeps two sums per output:
- *     lo  += al*bl                 (vpmuludq: the full 64-bit product of the low halves)
- *     mid += ah*bl + al*bh         (two vpmuludq: their low 32 bits are all that survive)
- * and the tile is lo + (mid << 32) -- the same value modulo 2**64 as the scalar oracle's
- * sum of wrapped products (exact: every step is arithmetic modulo 2**64).
- * Per k and output vector: 3 vpmuludq + 3 vpaddq; ah is broadcast straight from the high
- * dword of the packed a (vpmuludq reads only the low dword of each lane), bh = b >> 32 is
- * computed once per B vector and shared by the rows.
+ *     a*b = al*bl + ((al*bh + ah*bl) mod 2**32) << 32
+ * and the shift is linear modulo 2**64, so the k-loop keeps two sums per output lane:
+ *     lo  += al*bl          vpmuludq: the full 64-bit product of the low dwords
+ *     mid += [al*bh, ah*bl] vpmulld of a (dwords [al, ah]) with b's dwords swapped
+ *                           ([bh, bl], one vpshufd per B vector shared by the rows):
+ *                           the low 32 bits of both cross products, one per dword,
+ *                           summed with vpaddd (each modulo 2**32)
+ * and the tile is lo + ((mid.dword0 + mid.dword1) << 32): the scalar oracle's sum of
+ * wrapped products, bit for bit (every step is exact modulo 2**64 or 2**32, and only
+ * mid's low 32 bits reach the result).  Per k and output vector: 1 vpmuludq + 1 vpmulld +
+ * 2 adds (the textbook emulation takes 3 vpmuludq + 3 adds).
  *
- * Tile 2 x 8: 8 ymm sums (2 rows x 2 vectors x lo/mid), 4 B registers (b, bh for two
- * vectors), al, ah and two product registers: 16 ymm, no spill (checked with objdump).
+ * Tile 2 x 8: 8 ymm sums (2 rows x 2 vectors x lo/mid), 4 B registers (b and its swap,
+ * two vectors), the broadcast and two product registers: 15 ymm, no spill (asm k-loop).
  *
- * Measured against the alternative, the scalar imul path (the scalar family's 4 x 4 tile,
- * 64-bit imul, built for the baseline), Gemm int64 512^3 on Zen 4 (2 cores shared, medians):
- *     see GK_U64_AVX2_MEASURED below.
+ * Why this and not scalar imul: micro-kernel alone, packed panels in L1 (kc = 256), Zen 4
+ * (2 cores shared by 4 jobs; best of 15 interleaved runs):
+ *     scalar 4x4 tile, 64-bit imul, baseline build (the scalar family)     1.9 GMAC/s
+ *     AVX2, 3 vpmuludq per product (textbook), 2x8                        7.8 GMAC/s
+ *     AVX2, vpmuludq + vpmulld (this file), 2x8                          11.5 GMAC/s
+ * Whole Gemm int64 512^3 (medians): see benchmarks/bench_gemm.py (README of the report:
+ * AVX2 path ~3x the scalar family).  On Intel vpmulld is 2 uops (vpmuludq 1), so the two
+ * AVX2 variants tie there; both beat one 64-bit imul per product per cycle.
  * Both operands packed in the standard panel layout of gk_gemm.h (generic u64 packers),
  * cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback
- * 96/256/1024).  Epilogue: the exact path vectorised with the same multiply
- * (gk_gemm_int_epi_x86.inc), the float path the generic one. */
+ * 96/256/1024).  Epilogue: the exact path vectorised with a 3-vpmuludq multiply
+ * (gk_gemm_int_epi_x86.inc; once per output, not worth the swap), the float path the
+ * generic one. */
 #include <immintrin.h>
 #include <string.h>
 
