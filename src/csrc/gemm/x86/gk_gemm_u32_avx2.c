@@ -3,8 +3,8 @@
  * Tile 6 x 16: 12 ymm accumulators (8 lanes, two vectors per row), 2 B vectors, a
  * broadcast and a product register -- all 16 ymm, no spill in the k-loop
  * (gk_gemm_imul_ukernel.inc's asm).  Per k: 12 vpmulld + 12 vpaddd for 96 multiply-adds;
- * the loop is bound by vpmulld's throughput (Zen 4: one per cycle, latency 10; Intel: 2
- * uops) -- the multiplies are off the accumulator chains (one vpaddd each), 12
+ * the loop is bound by vpmulld's throughput (Zen 4: two ymm per cycle, measured; Intel: 2
+ * uops, one per cycle) -- the multiplies are off the accumulator chains (one vpaddd each), 12
  * independent products per k keep the multiplier busy.  Both operands packed in the
  * standard panel layout of gk_gemm.h (generic u32 packers: int32 and uint32 share the
  * bits), cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback

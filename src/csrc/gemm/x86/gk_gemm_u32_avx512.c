@@ -3,8 +3,11 @@
  * Tile 14 x 32: 28 zmm accumulators (16 lanes, two vectors per row), 2 B vectors, a
  * broadcast and a product register -- all 32 zmm, no spill in the k-loop
  * (gk_gemm_imul_ukernel.inc's asm).  Per k: 28 vpmulld + 28 vpaddd for 448 multiply-adds;
- * the loop is bound by vpmulld's throughput (Zen 4: one zmm vpmulld every 2 cycles, latency
- * 10 -- off the accumulator chains, which are one vpaddd each).  Both operands packed in
+ * the loop is bound by the multiplier (Zen 4, measured by bench_peak_x86.c: one zmm
+ * vpmulld per cycle, the lanes/s of two ymm ones; its latency is off the accumulator
+ * chains, which are one vpaddd each).  This kernel alone, panels in L1: ~72% of that peak
+ * (the vpaddd share the vector pipes; embedded {1to16} broadcasts measured no better);
+ * the avx2 6x16 family runs at the same speed on Zen 4.  Both operands packed in
  * the standard panel layout of gk_gemm.h (generic u32 packers: int32 and uint32 share the
  * bits), cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback
  * 168/256/2048).  Sums and products wrap modulo 2**32: every result equals the scalar
