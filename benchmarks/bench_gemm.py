@@ -181,6 +181,69 @@ def float8_rows(sizes, budget):
                   f"{ts[1] * 1e6:9.1f}us {ts[1] / ts[0]:5.2f}x {100 * same:5.1f}%", flush=True)
     print("(equal: outputs identical to the NumPy route's; gemmkit's follow the opset-21 "
           "definition exactly)\n")
+# The multiply peak loop of each integer path (benchmarks/c/bench_peak_x86.c) and the
+# lane multiplies one multiply-add costs there: vpmulld / vpmullq do one per lane; the
+# AVX2 int64 path emulates a 64-bit product with a vpmuludq and a vpmulld lane each
+# (same rate on Zen 4; vpmulld is 2 uops on Intel, so the % is then a little flattering).
+INT_PEAKS = {("avx512", "int32"): ("gk_peak_mulld_zmm", 1), ("avx2", "int32"): ("gk_peak_mulld_ymm", 1),
+             ("avx512", "int64"): ("gk_peak_mullq_zmm", 1), ("avx2", "int64"): ("gk_peak_muludq_ymm", 2)}
+
+
+def int_paths(sizes, budget):
+    """int32/int64 rows: every integer Gemm path forced, vs NumPy's integer matmul (a
+    loop without BLAS: timed fewer times, it takes seconds at 1024^3), and % of the
+    path's multiply peak."""
+    import ctypes
+    import subprocess
+    from gemmkit import _core
+    info = gk.cpu_info()
+    default = info["isa"]
+    paths = [p for p in ("avx512", "avx2") if p in info["available"]] + ["scalar"]
+    try:
+        lib = ctypes.CDLL(build_c_lib("bench_peak_x86"))
+    except (OSError, subprocess.CalledProcessError):
+        lib = None
+    hdr = (f"{'case':22s} {'path':7s} {'gemmkit':>10s} {'GMAC/s':>7s} {'%peak':>6s} "
+           f"{'NumPy':>10s} {'ratio':>7s}")
+    print(hdr)
+    print("-" * len(hdr))
+    rng = np.random.default_rng(2)
+    for dt in (np.int32, np.int64):
+        for n in sizes:
+            info_t = np.iinfo(dt)
+            A = rng.integers(info_t.min, info_t.max, (n, n), dtype=dt, endpoint=True)
+            B = rng.integers(info_t.min, info_t.max, (n, n), dtype=dt, endpoint=True)
+            reps = 3 if n <= 512 else 1
+            t_np = statistics.median([_once(lambda: A @ B) for _ in range(reps)])
+            for path in paths:
+                _core._set_isa(path)
+                try:
+                    fam = _core._gemm_family_info(dt)["isa"]
+                    Y = gk.gemm(A, B)
+                    (t,) = timed([lambda: gk.gemm(A, B)], budget)
+                finally:
+                    _core._set_isa(default)
+                if n <= 512:
+                    with np.errstate(over="ignore"):
+                        assert np.array_equal(Y, A @ B), (dt, n, path)
+                pk = None
+                peak = INT_PEAKS.get((fam, np.dtype(dt).name))
+                if lib is not None and peak is not None and fam in info["available"]:
+                    f = getattr(lib, peak[0])
+                    f.restype, f.argtypes = ctypes.c_int64, [ctypes.c_long]
+                    pk = peak_gops(f) / 2 / peak[1]  # G multiply-adds/s
+                gm = n**3 / t / 1e9
+                print(f"{np.dtype(dt).name + f' {n}^3':22s} {fam:7s} {t * 1e3:8.2f}ms {gm:7.2f} "
+                      f"{(f'{100 * gm / pk:5.1f}%') if pk else '    -':>6s} "
+                      f"{t_np * 1e3:8.1f}ms {t_np / t:6.1f}x", flush=True)
+    print("(ratio: NumPy's A @ B time / gemmkit's gemm(A, B); %peak: of the path's "
+          "multiply peak, bench_peak_x86.c)\n")
+
+
+def _once(f):
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
 
 
 def parse_cases(spec):
@@ -208,6 +271,10 @@ def main(argv=None):
                          "64,256,1024,2048,1x4096,16x4096 (--sizes given: those n)")
     ap.add_argument("--float-only", action="store_true",
                     help="only the float32/float64 path section")
+    ap.add_argument("--int-sizes", default=None, metavar="N,...",
+                    help="n of the int32/int64 path section (default 512,1024; --quick 256)")
+    ap.add_argument("--int-only", action="store_true",
+                    help="only the int32/int64 path section")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [64, 256] if args.quick else [64, 256, 512]
@@ -221,8 +288,13 @@ def main(argv=None):
     fspec = args.float_sizes or (args.sizes if args.sizes else
                                  ("64,256,1x4096" if args.quick else
                                   "64,256,1024,2048,1x4096,16x4096"))
-    float_paths(parse_cases(fspec), args.budget)
+    if not args.int_only:
+        float_paths(parse_cases(fspec), args.budget)
     if args.float_only:
+        return 0
+    ispec = args.int_sizes or ("256" if args.quick else "512,1024")
+    int_paths([int(v) for v in ispec.split(",")], args.budget)
+    if args.int_only:
         return 0
     float8_rows([256] if args.quick else [256, 1024], args.budget)
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "

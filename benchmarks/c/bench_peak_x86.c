@@ -47,6 +47,23 @@ int64_t gk_peak_fma_pd_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, FMAPD_Z) retu
 int64_t gk_peak_fma_ps_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, FMAPS_Y) return iters * 12 * 8; }
 int64_t gk_peak_fma_pd_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, FMAPD_Y) return iters * 12 * 4; }
 
+/* Integer multiply peaks (Gemm's int32 / int64 paths, whose k-loops are bound by the
+ * multiplier): 12 independent vpmulld / vpmullq (the low 32 / 64 bits of each lane's
+ * product; no chain between them, so latency 10 on Zen 4 does not limit), lanes "MACs"
+ * each (the kernels' vpaddd / vpaddq go to other ports).  vpmuludq: the 32x32->64 multiply
+ * the AVX2 int64 path emulates with (3 per 64-bit lane product). */
+#define MULLD_Z(i) "vpmulld %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+#define MULLD_Y(i) "vpmulld %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+#define MULLQ_Z(i) "vpmullq %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+#define MULLQ_Y(i) "vpmullq %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+#define MULUDQ_Y(i) "vpmuludq %%ymm12, %%ymm13, %%ymm" #i "\n\t"
+int64_t gk_peak_mulld_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, MULLD_Z) return iters * 12 * 16; }
+int64_t gk_peak_mulld_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, MULLD_Y) return iters * 12 * 8; }
+int64_t gk_peak_mullq_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, MULLQ_Z) return iters * 12 * 8; }
+int64_t gk_peak_mullq_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, MULLQ_Y) return iters * 12 * 4; }
+/* counts vpmuludq lanes; an emulated 64-bit product takes 3 */
+int64_t gk_peak_muludq_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, MULUDQ_Y) return iters * 12 * 4; }
+
 /* AMX: 4 independent tdpbusd chains on 16 x 64-byte tiles (16*16*64 MACs each).  The
  * palette-1 configuration lives in static storage (ldtilecfg reads 64 bytes); the caller
  * runs this only where detection reported AMX-INT8, which also obtained the Linux

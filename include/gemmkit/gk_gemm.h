@@ -262,6 +262,17 @@ extern const gk_gemm_kernel gk_gemm_f32_avx2;
 extern const gk_gemm_kernel gk_gemm_f64_avx2;
 extern const gk_gemm_kernel gk_gemm_f32_avx512;
 extern const gk_gemm_kernel gk_gemm_f64_avx512;
+/* The x86 integer families (one file per width and ISA serves the signed and the unsigned
+ * type: gk_gemm_u32_<isa>.c defines gk_gemm_i32_<isa> and gk_gemm_u32_<isa>, likewise
+ * gk_gemm_u64_<isa>.c); the same groups. */
+extern const gk_gemm_kernel gk_gemm_i32_avx2;
+extern const gk_gemm_kernel gk_gemm_u32_avx2;
+extern const gk_gemm_kernel gk_gemm_i64_avx2;
+extern const gk_gemm_kernel gk_gemm_u64_avx2;
+extern const gk_gemm_kernel gk_gemm_i32_avx512;
+extern const gk_gemm_kernel gk_gemm_u32_avx512;
+extern const gk_gemm_kernel gk_gemm_i64_avx512;
+extern const gk_gemm_kernel gk_gemm_u64_avx512;
 
 /* The ARM64 AdvSIMD families (src/csrc/gemm/arm/gk_gemm_<type>_neon.c), present when the
  * neon group was built (GK_HAVE_NEON): float16/bfloat16 widen into the float32 kernel's

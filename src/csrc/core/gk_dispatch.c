@@ -122,12 +122,16 @@ static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_F64] = {GK_GEMM_AVX512(gk_gemm_f64_avx512) GK_GEMM_AVX2(gk_gemm_f64_avx2)
                    GK_GEMM_NEON(gk_gemm_f64_neon)
                    {&gk_gemm_f64_scalar, L_SCALAR}},
-    [GK_DT_I32] = {GK_GEMM_NEON(gk_gemm_i32_neon)
+    [GK_DT_I32] = {GK_GEMM_AVX512(gk_gemm_i32_avx512) GK_GEMM_AVX2(gk_gemm_i32_avx2)
+                   GK_GEMM_NEON(gk_gemm_i32_neon)
                    {&gk_gemm_i32_scalar, L_SCALAR}},
-    [GK_DT_U32] = {GK_GEMM_NEON(gk_gemm_u32_neon)
+    [GK_DT_U32] = {GK_GEMM_AVX512(gk_gemm_u32_avx512) GK_GEMM_AVX2(gk_gemm_u32_avx2)
+                   GK_GEMM_NEON(gk_gemm_u32_neon)
                    {&gk_gemm_u32_scalar, L_SCALAR}},
-    [GK_DT_I64] = {{&gk_gemm_i64_scalar, L_SCALAR}},
-    [GK_DT_U64] = {{&gk_gemm_u64_scalar, L_SCALAR}},
+    [GK_DT_I64] = {GK_GEMM_AVX512(gk_gemm_i64_avx512) GK_GEMM_AVX2(gk_gemm_i64_avx2)
+                   {&gk_gemm_i64_scalar, L_SCALAR}},
+    [GK_DT_U64] = {GK_GEMM_AVX512(gk_gemm_u64_avx512) GK_GEMM_AVX2(gk_gemm_u64_avx2)
+                   {&gk_gemm_u64_scalar, L_SCALAR}},
 };
 
 typedef struct {
