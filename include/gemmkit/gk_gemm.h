@@ -131,8 +131,11 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that a B
  * micro-panel fills L1, MC x KC in about half of L2, KC x NC in a quarter of the
  * LLC); its struct's mc/kc/nc are then the fallback for a cache size the CPU does not
- * report (0: ARM64, unknown CPUs).  The driver and every reporter (_gemm_family_info)
- * read the sizes through gk_gemm_blocking(), never from the struct directly.
+ * report (0: ARM64, unknown CPUs).  cache_blocks == 2: only mc and nc come from the
+ * caches, kc is the struct's (a family whose best depth is not set by L1: bfloat16 on
+ * vdpbf16ps streams its micro-panels from L2 and pays a pass over the float32 workspace
+ * per K block).  The driver and every reporter (_gemm_family_info) read the sizes
+ * through gk_gemm_blocking(), never from the struct directly.
  *
  * Optional members (zero / NULL in families that do not have them; positional
  * initializers may stop before them):
@@ -165,7 +168,7 @@ typedef struct gk_gemm_kernel {
     gk_gemm_pack_b_fn pack_b;
     gk_gemm_ukernel_fn ukernel;
     gk_gemm_epilogue_fn epilogue; /* Gemm's epilogue for this dtype (ctx: gk_gemm_epi) */
-    int cache_blocks;     /* nonzero: mc/kc/nc from the cache sizes (gk_gemm_blocking) */
+    int cache_blocks;     /* 1: mc/kc/nc from the cache sizes (gk_gemm_blocking); 2: mc/nc */
     gk_gemm_ukernel_fn ukernel_rounded;
     gk_gemm_ukernel_ldb_fn ukernel_ldb;
     int pack_esz;

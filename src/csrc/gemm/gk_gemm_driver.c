@@ -64,7 +64,7 @@ void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
     cs = gk_cpu_caches();
     esz = k->pack_esz > 0 ? (size_t)k->pack_esz : acc_size(k->acc); /* packed bytes */
     KC = (size_t)k->kc;
-    if (cs->l1d)
+    if (cs->l1d && k->cache_blocks != 2) /* 2: the family's own kc (gk_gemm.h) */
         KC = clamp_sz(cs->l1d / (esz * (size_t)k->nr) / 16 * 16, 64, 1024);
     *kc = (int)KC;
     if (cs->l2) {

@@ -28,8 +28,13 @@
  * against the product's O(MNK).  Typical data (weights, activations: exponents above
  * -40) always passes.
  *
- * Blocking: tile 14 x 32 (28 zmm accumulators), cache blocks from the CPU's caches with
- * 2-byte packed elements (pack_esz; KC even, so only a product's last K block can be odd).
+ * Blocking: tile 14 x 32 (28 zmm accumulators).  KC = 1024 (even, so only a product's
+ * last K block can be odd), not the L1 formula's 512: the k-loop needs 184 bytes of
+ * panels per 28 vdpbf16ps, which L2 streams with room to spare, while every K block
+ * costs a pass over the M x NC float32 workspace where the sums of bfloat16 outputs wait
+ * (Zen 4, one core: 1024^3 at 201 GFLOP/s with KC 1024, 183 with 512, 168 with 256).
+ * MC and NC from the CPU's caches with 2-byte packed elements (pack_esz): the A block in
+ * half of L2, the B block in a quarter of the LLC.
  * Panels (the driver places them kc*mr / kc*nr floats apart; these use half of that):
  *   A panel: pair p (k = 2p, 2p+1) of row i is the 32-bit word [p*14 + i]:
  *            low half a(i, 2p), high half a(i, 2p+1);
@@ -352,9 +357,9 @@ static int accepts(const struct gk_gemm_args *g)
 }
 
 const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
-    "avx512bf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 252, 512, 2048,
+    "avx512bf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 252, 1024, 2048,
     pack_a, pack_b, ukernel, gk_gemm_epilogue_bf16,
-    1,       /* cache_blocks */
+    2,       /* cache_blocks: mc, nc from the caches; kc 1024 (see the header) */
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
     2,       /* pack_esz: bfloat16 halves of the pair words */
