@@ -235,9 +235,9 @@ def test_guard_boundary_accepted_exactly():
     a = [2.0**-56 * (1 + 2.0**-7), -(2.0**-56)] + FP_A
     b = [2.0**-56, 2.0**-56, 1.0, 1.0, 1.0, 1.0]
     A, B = bf([a]), bf(np.array(b)[:, None])
-    Y = check(A, B, None, 2.0**100, 1.0)  # exact sum 2**-126 + 2**-24 (fingerprint: the
-    # dot family keeps the 2**-24; sequential sums would lose it), scaled by 2**100
-    assert float(Y[0, 0]) == float(bf((2.0**-126 + 2.0**-24) * 2.0**100))
+    Y = check(A, B, None, 2.0**100, 1.0)  # exact sum 2**-119 + 2**-24 (the fingerprint's
+    # 2**-24 is kept by the dot family; sequential sums would give 0), scaled by 2**100
+    assert float(Y[0, 0]) == 2.0**76
     # cancellation down to the grid: 2**-112 (1 + 2**-7) - 2**-112 = 2**-119, kept
     A2, B2 = bf([a[:2]]), bf(np.array(b[:2])[:, None])
     assert float(gk.gemm(A2, B2, None, 2.0**119)[0, 0]) == 1.0
