@@ -86,6 +86,34 @@ static inline __m512i pair_index(int half)
 
 static inline __mmask32 lanes(int n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
 
+/* 16 rows of 16 pair words each (r[i], word p) -> 16 vectors out[p] = (r[0][p], ...,
+ * r[15][p]): 4 stages of 16 shuffles (32-bit, 64-bit within 128-bit lanes, then lanes). */
+static inline void transpose16(const __m512i r[16], __m512i out[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* u[4g + c], lane L: rows 4g..4g+3 of word 4L + c */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        const __m512i w = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        const __m512i x = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512i y = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        out[c] = _mm512_shuffle_i32x4(v, x, 0x88);      /* word c      */
+        out[8 + c] = _mm512_shuffle_i32x4(v, x, 0xdd);  /* word 8 + c  */
+        out[4 + c] = _mm512_shuffle_i32x4(w, y, 0x88);  /* word 4 + c  */
+        out[12 + c] = _mm512_shuffle_i32x4(w, y, 0xdd); /* word 12 + c */
+    }
+}
+
 /* rows [i0, i0+mc) x depth [k0, k0+kc) of A' -> ceil(mc/14) panels, kc*14 floats apart */
 static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc, int mr,
                    void *dst)
@@ -112,11 +140,27 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
             }
             continue;
         }
+        int pv = 0; /* pairs [0, pv) already packed */
+        if (cs == 2 && rows == MR) {
+            /* rows contiguous, full panel: 16 pairs of the 14 rows at a time, transposed
+             * in registers (rows 14, 15 zero, not stored) */
+            __m512i r[16], o[16];
+            r[14] = r[15] = _mm512_setzero_si512();
+            for (; pv + 16 <= kc / 2; pv += 16) {
+                for (int i = 0; i < MR; i++)
+                    r[i] = _mm512_loadu_si512(
+                        (const void *)(src + (ptrdiff_t)i * rs + 4 * (ptrdiff_t)pv));
+                transpose16(r, o);
+                for (int p = 0; p < 16; p++)
+                    _mm512_mask_storeu_epi32(d + (ptrdiff_t)(pv + p) * MR, (__mmask16)0x3fff,
+                                             o[p]);
+            }
+        }
         for (int i = 0; i < rows; i++) {
             const char *r = src + (ptrdiff_t)i * rs;
             uint32_t *o = d + i;
             if (cs == 2) { /* rows contiguous: a pair is one 32-bit word */
-                for (int p = 0; p < kc / 2; p++)
+                for (int p = pv; p < kc / 2; p++)
                     o[(ptrdiff_t)p * MR] = ld32(r + 4 * (ptrdiff_t)p);
             } else {
                 for (int p = 0; p < kc / 2; p++)
