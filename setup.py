@@ -128,6 +128,11 @@ X86_GROUPS = [
     ("avx512vnni", "src/csrc/*/x86/*_avx512vnni.c",
      ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mavx2", "-mfma"],
      ["/arch:AVX512"]),
+    # the avx512 group + vdpbf16ps (no ISA level of its own: its Gemm entry names the
+    # extra feature bit); MSVC not tried (the kernel's __m512bh casts are GCC/clang's)
+    ("avx512bf16", "src/csrc/*/x86/*_avx512bf16.c",
+     ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c",
+      "-mavx512bf16"], None),
 ]
 ARM64_GROUPS = [
     ("neon", "src/csrc/*/arm/*_neon.c", [], []),
@@ -187,6 +192,15 @@ int gk_probe(const int *p, unsigned long long m)
                                     _mm512_castsi512_si256(a));
     a = _mm512_dpbusd_epi32(a, a, _mm512_castsi256_si512(b));
     return _mm_cvtsi128_si32(_mm512_castsi512_si128(a));
+}
+""",
+    "avx512bf16": """#include <immintrin.h>
+void gk_probe(const int *p, float *o, unsigned m)
+{
+    __m512i a = _mm512_maskz_loadu_epi16((__mmask32)m, p);
+    __m512 acc = _mm512_dpbf16_ps(_mm512_loadu_ps(o), (__m512bh)a,
+                                  (__m512bh)_mm512_set1_epi32(p[16]));
+    _mm512_storeu_ps(o, acc);
 }
 """,
     "amx": """#include <immintrin.h>

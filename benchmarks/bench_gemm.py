@@ -11,7 +11,9 @@ The float32/float64 section runs every Gemm float path this CPU has (each forced
 the ISA selection, like GEMMKIT_ISA) at n^3 and MxKxN = M x 4096 x 4096 (M = 1, 16), and
 quotes each as GFLOP/s and % of that path's FMA peak (benchmarks/c/bench_peak_x86.c,
 measured in this process right before the row); float32 also against onnxruntime's Gemm
-with alpha, beta and a C row.
+with alpha, beta and a C row.  The bfloat16 section (256^3, 1024^3, 2048^3) quotes the
+dispatched bfloat16 family against NumPy's float32 matmul of the same values, as % of the
+vdpbf16ps peak on the avx512bf16 family.
 
 NumPy's integer and float16 matmuls have no BLAS behind them; bfloat16 has no NumPy
 matmul at all (compared through a float32 round trip instead, marked *).
@@ -74,7 +76,8 @@ def ort_gemm(dtype, alpha=1.0, beta=1.0):
 
 # The FMA peak loop of each float path (benchmarks/c/bench_peak_x86.c), per dtype.
 FMA_PEAKS = {("avx512", "float32"): "gk_peak_fma_ps_zmm", ("avx512", "float64"): "gk_peak_fma_pd_zmm",
-             ("avx2", "float32"): "gk_peak_fma_ps_ymm", ("avx2", "float64"): "gk_peak_fma_pd_ymm"}
+             ("avx2", "float32"): "gk_peak_fma_ps_ymm", ("avx2", "float64"): "gk_peak_fma_pd_ymm",
+             ("avx512bf16", "bfloat16"): "gk_peak_dpbf16_zmm"}
 
 
 class FmaPeaks:
@@ -96,7 +99,10 @@ class FmaPeaks:
 
     def __call__(self, path, dtype):
         name = FMA_PEAKS.get((path, dtype))
-        if self.lib is None or name is None or path not in gk.cpu_info()["available"]:
+        info = gk.cpu_info()
+        # a path is a level, or (avx512bf16) a CPU feature beyond one
+        runs = path in info["available"] or path in info["features"]
+        if self.lib is None or name is None or not runs:
             return None
         f = getattr(self.lib, name)
         return peak_gops(f)
@@ -181,6 +187,8 @@ def float8_rows(sizes, budget):
                   f"{ts[1] * 1e6:9.1f}us {ts[1] / ts[0]:5.2f}x {100 * same:5.1f}%", flush=True)
     print("(equal: outputs identical to the NumPy route's; gemmkit's follow the opset-21 "
           "definition exactly)\n")
+
+
 # The multiply peak loop of each integer path (benchmarks/c/bench_peak_x86.c) and the
 # lane multiplies one multiply-add costs there: vpmulld / vpmullq do one per lane; the
 # AVX2 int64 path emulates a 64-bit product with a vpmuludq and a vpmulld lane each
@@ -246,6 +254,36 @@ def _once(f):
     return time.perf_counter() - t0
 
 
+def bf16_rows(sizes, budget):
+    """bfloat16 n^3 on the dispatched family (avx512bf16: vdpbf16ps where the CPU has it)
+    against NumPy's float32 matmul of the same values (inputs converted beforehand, so
+    NumPy's time is the float32 product alone) and gemmkit's own float32 path; % of the
+    family's instruction peak (vdpbf16ps: 2 bfloat16 multiply-adds per float32 lane)."""
+    from gemmkit import _core
+    bf = ml_dtypes.bfloat16
+    fam = _core._gemm_family_info(bf)["isa"]
+    peaks = FmaPeaks()
+    hdr = (f"{'case':22s} {'path':10s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'%peak':>6s} "
+           f"{'NumPy f32':>10s} {'ratio':>6s} {'gk f32':>10s} {'ratio':>6s}")
+    print(hdr)
+    print("-" * len(hdr))
+    rng = np.random.default_rng(2)
+    for n in sizes:
+        A = rng.standard_normal((n, n)).astype(bf)
+        B = rng.standard_normal((n, n)).astype(bf)
+        A32, B32 = A.astype(np.float32), B.astype(np.float32)
+        pk = peaks(fam, "bfloat16")
+        ts = timed([lambda: gk.gemm(A, B), lambda: A32 @ B32, lambda: gk.gemm(A32, B32)],
+                   budget)
+        gf = 2.0 * n**3 / ts[0] / 1e9
+        print(f"{'bfloat16 %d^3' % n:22s} {fam:10s} {ts[0] * 1e6:8.1f}us {gf:8.2f} "
+              f"{(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s} "
+              f"{ts[1] * 1e6:8.1f}us {ts[1] / ts[0]:5.2f}x {ts[2] * 1e6:8.1f}us "
+              f"{ts[2] / ts[0]:5.2f}x", flush=True)
+    print("(ratio: the other's time / gemmkit bfloat16's; NumPy f32 and gk f32: float32 "
+          "matmul of the same values)\n")
+
+
 def parse_cases(spec):
     """"64,1024,16x4096" -> [(64, 64, 64), (1024, 1024, 1024), (16, 4096, 4096)]."""
     out = []
@@ -290,6 +328,8 @@ def main(argv=None):
                                   "64,256,1024,2048,1x4096,16x4096"))
     if not args.int_only:
         float_paths(parse_cases(fspec), args.budget)
+        bsizes = ([256, 1024] if args.quick else [256, 1024, 2048]) if not args.sizes else sizes
+        bf16_rows(bsizes, args.budget)
     if args.float_only:
         return 0
     ispec = args.int_sizes or ("256" if args.quick else "512,1024")

@@ -9,6 +9,7 @@ same gamma_K bound.  The scalar families must additionally equal the sequential 
 for bit (checked in test_gemm.py); here every path is held to the bound, and shapes come
 from each path's own block sizes (runtime cache blocks included).
 """
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -17,6 +18,7 @@ from gemmkit import _core
 from test_gemm import assert_float_close, float_oracle, problem, seq_oracle
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [F32, F64]
 
 
@@ -48,10 +50,20 @@ def _shapes(f):
 
 
 def test_family_per_level(isa):
-    """The most specific float family at or below the level runs."""
+    """The most specific float family at or below the level runs.  A family's dispatch
+    level is one of the ladder's; its name is that level, or the level plus the one
+    feature it needs beyond it (bfloat16 on vdpbf16ps: "avx512bf16" at level avx512)."""
     levels = _core._levels()
+    bf = _fam(BF16)
+    assert bf["level"] in levels and levels.index(bf["level"]) <= levels.index(isa)
+    if isa in ("avx512", "avx512vnni", "amx") and "avx512bf16" in gk.cpu_info()["features"]:
+        assert bf["isa"] == "avx512bf16" and bf["level"] == "avx512", (isa, bf)
+        assert bf["fallback"] is not None  # it declines calls its guard rejects
+    else:
+        assert bf["isa"] != "avx512bf16", (isa, bf)
     for dt in FLOATS:
         f = _fam(dt)
+        assert f["isa"] == f["level"] and f["fallback"] is None
         assert levels.index(f["isa"]) <= levels.index(isa)
         if isa in ("avx2", "avxvnni"):
             assert f["isa"] == "avx2", (isa, f)

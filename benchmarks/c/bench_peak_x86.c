@@ -63,6 +63,11 @@ int64_t gk_peak_mullq_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, MULLQ_Z) retur
 int64_t gk_peak_mullq_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, MULLQ_Y) return iters * 12 * 4; }
 /* counts vpmuludq lanes; an emulated 64-bit product takes 3 */
 int64_t gk_peak_muludq_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, MULUDQ_Y) return iters * 12 * 4; }
+/* bfloat16 dot peak (Gemm's bfloat16 path on AVX512_BF16): 12 vdpbf16ps chains, each
+ * 16 lanes x 2 bfloat16 MACs.  Inputs zeroed (no denormal/NaN); the caller runs it only
+ * where the CPU reports avx512bf16. */
+#define DPBF16_Z(i) "vdpbf16ps %%zmm12, %%zmm13, %%zmm" #i "\n\t"
+int64_t gk_peak_dpbf16_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, DPBF16_Z) return iters * 12 * 32; }
 
 /* AMX: 4 independent tdpbusd chains on 16 x 64-byte tiles (16*16*64 MACs each).  The
  * palette-1 configuration lives in static storage (ldtilecfg reads 64 bytes); the caller

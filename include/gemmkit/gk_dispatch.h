@@ -89,13 +89,17 @@ const char *gk_active_isa(void);              /* gk_qgemm_active()->isa */
 
 /* ---- Gemm engine: one row per element type (enum gk_gemm_dtype) ----
  * gk_gemm_kernel_for(dtype) (declared in gk_gemm.h, defined with the tables) is the
- * active family of a type. */
+ * active family of a type.  An entry may need feature bits beyond its level's (the
+ * bfloat16 vdpbf16ps family: level avx512 + GK_CPU_AVX512BF16); its family's isa string
+ * then names the extra feature ("avx512bf16") while its level is the ladder's. */
 int gk_gemm_kernel_count(int dtype);          /* families of the type's row, most specific
                                                  first (0: unknown dtype) */
 const gk_gemm_kernel *gk_gemm_kernel_at(int dtype, int i);
 /* Whether family i of the row can run here, whatever the selection (the C harness runs
  * every family this way). */
 int gk_gemm_kernel_usable(int dtype, int i);
+/* The ISA level of kern's dispatch entry, -1 for a family outside the table. */
+int gk_gemm_kernel_level(const gk_gemm_kernel *kern);
 
 /* ---- codecs engine: bulk float16/bfloat16 <-> float32 ---- */
 const gk_codecs_kernel *gk_codecs_active(void);

@@ -131,8 +131,11 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that a B
  * micro-panel fills L1, MC x KC in about half of L2, KC x NC in a quarter of the
  * LLC); its struct's mc/kc/nc are then the fallback for a cache size the CPU does not
- * report (0: ARM64, unknown CPUs).  The driver and every reporter (_gemm_family_info)
- * read the sizes through gk_gemm_blocking(), never from the struct directly.
+ * report (0: ARM64, unknown CPUs).  cache_blocks == 2: only mc and nc come from the
+ * caches, kc is the struct's (a family whose best depth is not set by L1: bfloat16 on
+ * vdpbf16ps streams its micro-panels from L2 and pays a pass over the float32 workspace
+ * per K block).  The driver and every reporter (_gemm_family_info) read the sizes
+ * through gk_gemm_blocking(), never from the struct directly.
  *
  * Optional members (zero / NULL in families that do not have them; positional
  * initializers may stop before them):
@@ -143,7 +146,18 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  *   ukernel_ldb      the same micro-kernel as ukernel reading B' in place; with it, and
  *                    B' contiguous along its columns in the accumulator type, gk_gemm_run
  *                    skips packing B for small problems (GK_GEMM_SMALL_FLOPS) and packs
- *                    only one A micro-panel at a time. */
+ *                    only one A micro-panel at a time.
+ *   pack_esz         bytes a packed element occupies, for gk_gemm_blocking's cache
+ *                    formulas (0: the accumulator's size).  The driver still places
+ *                    panels kc*mr / kc*nr accumulator-sized elements apart, so a family
+ *                    with denser panels (bfloat16 pairs: 2 bytes per element, odd kc
+ *                    padded to a pair) leaves the rest of each panel's slot untouched.
+ *   accepts          NULL, or a test gk_gemm_run makes before anything else: 0 = this
+ *                    family declines this call (its instructions would leave the
+ *                    documented bound on these inputs, or the call is too small to pay),
+ *                    and the next family of its dispatch row runs it instead
+ *                    (gk_gemm_kernel_after).  Reads A and B only; thread-safe. */
+struct gk_gemm_args;
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
     int dtype;            /* enum gk_gemm_dtype this family serves */
@@ -154,9 +168,11 @@ typedef struct gk_gemm_kernel {
     gk_gemm_pack_b_fn pack_b;
     gk_gemm_ukernel_fn ukernel;
     gk_gemm_epilogue_fn epilogue; /* Gemm's epilogue for this dtype (ctx: gk_gemm_epi) */
-    int cache_blocks;     /* nonzero: mc/kc/nc from the cache sizes (gk_gemm_blocking) */
+    int cache_blocks;     /* 1: mc/kc/nc from the cache sizes (gk_gemm_blocking); 2: mc/nc */
     gk_gemm_ukernel_fn ukernel_rounded;
     gk_gemm_ukernel_ldb_fn ukernel_ldb;
+    int pack_esz;
+    int (*accepts)(const struct gk_gemm_args *args);
 } gk_gemm_kernel;
 
 /* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,
@@ -283,6 +299,9 @@ extern const gk_gemm_kernel gk_gemm_f32_neon;
 extern const gk_gemm_kernel gk_gemm_f64_neon;
 extern const gk_gemm_kernel gk_gemm_i32_neon;
 extern const gk_gemm_kernel gk_gemm_u32_neon;
+/* bfloat16 on vdpbf16ps (GK_HAVE_AVX512BF16; the CPU bit GK_CPU_AVX512BF16 besides the
+ * avx512 level): pair-interleaved panels, declines calls its guard rejects (see its file) */
+extern const gk_gemm_kernel gk_gemm_bf16_avx512bf16;
 
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;
@@ -324,6 +343,10 @@ GK_GEMM_DECLARE_PACKERS(f64_avx512)
 /* The family used for `dtype`: its dispatch row's most specific family at or below the
  * selected ISA level (gk_dispatch.h).  NULL for an unknown dtype. */
 const gk_gemm_kernel *gk_gemm_kernel_for(int dtype);
+/* The family that runs a call `kern` declines (gk_gemm_kernel.accepts): the next entry of
+ * kern's dispatch row that runs at the selected level on this CPU; for a family outside
+ * the table, the row's scalar family.  Never NULL for a valid dtype. */
+const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern);
 
 /* Runs one problem with a given family (its dtype must equal args->dtype).  Thread-safe:
  * all state lives in a per-call workspace.  Returns enum gk_gemm_status. */

@@ -173,8 +173,11 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int mr, nr
         int mc, kc, nc
         int cache_blocks
+        int pack_esz
+        int (*accepts)(const gk_gemm_args *args)
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
+    const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern)
     int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
     const gk_gemm_kernel *const gk_gemm_wide_tile_families[]
 
@@ -200,4 +203,5 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
     int gk_selected_level()
     const gk_qgemm_kernel *gk_qgemm_active()
     const gk_codecs_kernel *gk_codecs_active()
+    int gk_gemm_kernel_level(const gk_gemm_kernel *kern)
     int gk_codecs_kernel_count()

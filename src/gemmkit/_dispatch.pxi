@@ -89,7 +89,8 @@ def cpu_info():
     Returns a dict: ``isa`` (the selected ISA level: the best usable one, or GEMMKIT_ISA),
     ``engines`` (the kernel family each engine uses at that level: ``qgemm`` for
     MatMulInteger/QLinearMatMul, ``gemm`` per Gemm element type, ``codecs`` for the bulk
-    float16/bfloat16 conversions), ``available`` (levels usable on this machine, best
+    float16/bfloat16 conversions; a family is named by its level, or by its level plus
+    the one feature it needs beyond it, e.g. bfloat16's ``avx512bf16`` at level avx512), ``available`` (levels usable on this machine, best
     first), ``compiled`` (levels some engine has a family for in this binary),
     ``features`` (CPU features detected, with OS support checked), ``caches`` (bytes of
     one core's L1 data and L2 caches and of the L3, as the CPU reports them through CPUID;

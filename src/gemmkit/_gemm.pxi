@@ -39,20 +39,43 @@ cdef int _gemm_dtype(cnp.ndarray x):
 
 def _gemm_family_info(dtype):
     """The Gemm kernel family that runs `dtype` (anything np.dtype accepts): a dict with
-    its "isa", register tile "mr" x "nr" and cache blocks "mc", "kc", "nc" (K beyond kc
-    runs in K blocks, M beyond mc in row blocks, N beyond nc in column stripes).  For tests
-    and benchmarks that shape problems around the blocking."""
+    its "isa" (the family's name: a level of _levels(), or a level's name plus the one
+    extra feature it needs, e.g. "avx512bf16"), its dispatch "level" (one of _levels()),
+    register tile "mr" x "nr", cache blocks "mc", "kc", "nc" (K beyond kc runs in K
+    blocks, M beyond mc in row blocks, N beyond nc in column stripes) and "fallback": the
+    isa of the family that runs the calls this one declines (None: it takes every call).
+    For tests and benchmarks that shape problems around the blocking."""
     cdef cnp.ndarray x = np.empty(0, dtype)
     cdef int dt = _gemm_dtype(x)
     cdef const gk_gemm_kernel *k
+    cdef const gk_gemm_kernel *nxt = NULL
     if dt < 0:
         raise TypeError(f"_gemm_family_info: unsupported dtype {x.dtype}; supported: "
                         f"{_GK_GEMM_SUPPORTED}")
     cdef int mc, kc, nc
     k = gk_gemm_kernel_for(dt)
     gk_gemm_blocking(k, &mc, &kc, &nc)  # the sizes the driver runs with (runtime caches)
-    return {"isa": k.isa.decode("ascii"), "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc,
-            "nc": nc}
+    if k.accepts != NULL:
+        nxt = gk_gemm_kernel_after(k)
+    return {"isa": k.isa.decode("ascii"),
+            "level": gk_isa_level_name(gk_gemm_kernel_level(k)).decode("ascii"),
+            "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc,
+            "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}
+
+
+def _gemm_with_fallback(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """gemm run by the family that takes the calls the dispatched family of A's dtype
+    declines (gk_gemm_kernel_after; the dispatched one itself when it declines nothing).
+    For the tests: a declined call must give exactly this result."""
+    cdef cnp.ndarray x = np.asarray(A)
+    cdef int dt = _gemm_dtype(x) if x.ndim == 2 else -1
+    cdef const gk_gemm_kernel *k
+    if dt < 0:
+        return _gemm_impl(A, B, C, alpha, beta, transA, transB, 1, NULL)
+    k = gk_gemm_kernel_for(dt)
+    if k.accepts != NULL:
+        k = gk_gemm_kernel_after(k)
+    return _gemm_impl(A, B, C, alpha, beta, transA, transB, 1, k)
 
 
 # ---- scalar arguments ------------------------------------------------------------------

@@ -91,6 +91,8 @@ static const gk_qentry qtable[] = {
 typedef struct {
     const gk_gemm_kernel *kernel;
     int level;
+    unsigned needs; /* feature bits beyond its level's (0: none), e.g. AVX512_BF16: a
+                       family for one extra instruction needs no level of its own */
 } gk_gentry;
 
 /* One row per element type, most specific first, ended by its scalar family.  A SIMD
@@ -111,10 +113,17 @@ typedef struct {
 #else
 #define GK_GEMM_NEON(fam)
 #endif
+/* the avx512bf16 group's flags are the avx512 group's + AVX512_BF16 */
+#ifdef GK_HAVE_AVX512BF16
+#define GK_GEMM_AVX512BF16(fam) {&fam, L_AVX512, GK_CPU_AVX512BF16},
+#else
+#define GK_GEMM_AVX512BF16(fam)
+#endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_F16] = {GK_GEMM_NEON(gk_gemm_f16_neon)
                    {&gk_gemm_f16_scalar, L_SCALAR}},
-    [GK_DT_BF16] = {GK_GEMM_NEON(gk_gemm_bf16_neon)
+    [GK_DT_BF16] = {GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
+                    GK_GEMM_NEON(gk_gemm_bf16_neon)
                     {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
                    GK_GEMM_NEON(gk_gemm_f32_neon)
@@ -350,12 +359,19 @@ const char *gk_active_isa(void) { return gk_qgemm_active()->isa; }
 
 /* ---- Gemm engine ----------------------------------------------------------------------- */
 
+static int gentry_ok(const gk_gentry *e) { return entry_ok(e->level) && has(e->needs); }
+/* runnable here whatever the selection (the C harness runs every family this way) */
+static int gentry_supported(const gk_gentry *e)
+{
+    return level_supported(e->level) && LEVEL_PERMITTED(e->level) && has(e->needs);
+}
+
 const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
 {
     if (dtype < 0 || dtype >= GK_DT_COUNT)
         return 0;
     for (int i = 0; i < GEMM_ROW_MAX && gtable[dtype][i].kernel; i++)
-        if (entry_ok(gtable[dtype][i].level))
+        if (gentry_ok(&gtable[dtype][i]))
             return gtable[dtype][i].kernel;
     return 0; /* unreachable: every row ends with its scalar family */
 }
@@ -379,7 +395,37 @@ int gk_gemm_kernel_usable(int dtype, int i)
 {
     if (i < 0 || i >= gk_gemm_kernel_count(dtype))
         return 0;
-    return level_supported(gtable[dtype][i].level) && LEVEL_PERMITTED(gtable[dtype][i].level);
+    return gentry_supported(&gtable[dtype][i]);
+}
+
+
+const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern)
+{
+    int d, i, last = 0;
+    if (kern == 0 || kern->dtype < 0 || kern->dtype >= GK_DT_COUNT)
+        return 0;
+    d = kern->dtype;
+    for (i = 0; i < GEMM_ROW_MAX && gtable[d][i].kernel; i++) {
+        last = i;
+        if (gtable[d][i].kernel == kern)
+            break;
+    }
+    if (i == GEMM_ROW_MAX || gtable[d][i].kernel == 0)
+        return gtable[d][last].kernel; /* not in the row: its scalar family */
+    for (i++; i < GEMM_ROW_MAX && gtable[d][i].kernel; i++)
+        if (gentry_ok(&gtable[d][i]))
+            return gtable[d][i].kernel;
+    return 0; /* unreachable: the scalar entry ends the row and runs everywhere */
+}
+
+int gk_gemm_kernel_level(const gk_gemm_kernel *kern)
+{
+    if (kern == 0 || kern->dtype < 0 || kern->dtype >= GK_DT_COUNT)
+        return -1;
+    for (int i = 0; i < GEMM_ROW_MAX && gtable[kern->dtype][i].kernel; i++)
+        if (gtable[kern->dtype][i].kernel == kern)
+            return gtable[kern->dtype][i].level;
+    return -1;
 }
 
 /* ---- codecs engine ----------------------------------------------------------------------- */

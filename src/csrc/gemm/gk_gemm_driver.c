@@ -51,6 +51,8 @@ static size_t clamp_sz(size_t x, size_t lo, size_t hi) { return x < lo ? lo : (x
  *   MC: the packed A block (MC x KC) in half of L2, a multiple of mr, at most 4096;
  *   NC: the packed B block (KC x NC) in a quarter of the LLC (shared by the cores), a
  *       multiple of nr, at most 8192.
+ * Sizes in bytes count a packed element as pack_esz bytes (2 for bfloat16 pairs) when the
+ * family sets it, else as its accumulator.
  * A size the CPU does not report (0) keeps the family's fallback for that block. */
 void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
 {
@@ -62,9 +64,9 @@ void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
     if (!k->cache_blocks)
         return;
     cs = gk_cpu_caches();
-    esz = acc_size(k->acc);
+    esz = k->pack_esz > 0 ? (size_t)k->pack_esz : acc_size(k->acc); /* packed bytes */
     KC = (size_t)k->kc;
-    if (cs->l1d)
+    if (cs->l1d && k->cache_blocks != 2) /* 2: the family's own kc (gk_gemm.h) */
         KC = clamp_sz(cs->l1d / (esz * (size_t)k->nr) / 16 * 16, 64, 1024);
     *kc = (int)KC;
     if (cs->l2) {
@@ -253,6 +255,13 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
 
     if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
         return GK_GEMM_EINVAL;
+    /* a family may decline a call (gk_gemm_kernel.accepts): the next one of its row runs
+     * it; rows end with a scalar family, which accepts everything */
+    while (kern->accepts != NULL && !kern->accepts(g)) {
+        kern = gk_gemm_kernel_after(kern);
+        if (kern == NULL)
+            return GK_GEMM_EINVAL;
+    }
     gk_gemm_epi_init(&epi, g);
     plan.m = g->m;
     plan.n = g->n;

@@ -66,6 +66,7 @@ const gk_gemm_kernel gk_gemm_i32_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
+    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
 };
 const gk_gemm_kernel gk_gemm_u32_avx512 = {
     "avx512", GK_DT_U32, GK_ACC_U32, 14, 32, 168, 256, 2048,
@@ -74,4 +75,5 @@ const gk_gemm_kernel gk_gemm_u32_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
+    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
 };

@@ -1,0 +1,414 @@
+/* The bfloat16 Gemm family on vdpbf16ps (group avx512bf16: the avx512 group's flags +
+ * AVX512_BF16; dispatch entry: level avx512 + GK_CPU_AVX512BF16).
+ *
+ * What vdpbf16ps computes, per float32 lane j (Intel SDM, VDPBF16PS):
+ *     acc[j] = RNE(RNE(acc[j] + a[2j+1]*b[2j+1]) + a[2j]*b[2j])
+ * with the products exact (8-bit significands: 16 bits fit float32's 24) and each add
+ * rounded once (an FMA each), input denormals read as zero (DAZ), denormal results
+ * flushed to zero (FTZ), MXCSR neither read nor written.  So where no denormal appears,
+ * it is the widening float32 path's arithmetic exactly, with the two k of a pair added
+ * odd first: the same float32 accumulation bound (gamma_K * sum |a||b|), one RNE rounding
+ * to bfloat16 at the end (gk_gemm_epilogue_bf16, shared with the scalar family).
+ *
+ * The guard (accepts, run by gk_gemm_run before anything else).  DAZ/FTZ could break that
+ * bound on hostile inputs: a denormal input (exponent field 0, nonzero) would be read as
+ * zero, and a product or running sum below 2**-126 would be flushed.  The family declines
+ * the call -- the next family of the bfloat16 row (the widening float32 one) runs it, so
+ * the result is that family's bit for bit -- when
+ *   - A' or B' holds a bfloat16 denormal, or
+ *   - eA + eB < -112, where eA (eB) is the smallest unbiased exponent of a nonzero finite
+ *     element of A' (B').
+ * Why -112 suffices: a nonzero bfloat16 x is an integer multiple of 2**(e(x) - 7), so
+ * every product of A' and B' elements is a multiple of g = 2**(eA + eB - 14), and so is
+ * every sum of them; rounding to float32 keeps a multiple of g one (it only ever rounds
+ * to a coarser grid).  Every nonzero product and running sum is thus at least g >=
+ * 2**-126 in magnitude: normal, never flushed.  (Infinities and NaN only make their
+ * exponent large; they propagate per IEEE as in the float32 path.)  The scan reads each
+ * element of A' and B' once (32 per vector for contiguous rows or columns), O(MK + KN)
+ * against the product's O(MNK).  Typical data (weights, activations: exponents above
+ * -40) always passes.  Small calls are not declined: scan and packing included, this
+ * family took at most the float32 avx512 family's time on float32 copies of the same
+ * data from 8^3 up (Zen 4: 8^3 0.50 vs 0.47 us, 16^3 0.78 vs 0.84, 64^3 5.9 vs 6.9),
+ * a lower bound for any widening bfloat16 family.
+ *
+ * Blocking: tile 14 x 32 (28 zmm accumulators).  KC = 1024 (even, so only a product's
+ * last K block can be odd), not the L1 formula's 512: the k-loop needs 184 bytes of
+ * panels per 28 vdpbf16ps, which L2 streams with room to spare, while every K block
+ * costs a pass over the M x NC float32 workspace where the sums of bfloat16 outputs wait
+ * (Zen 4, one core: 1024^3 at 201 GFLOP/s with KC 1024, 183 with 512, 168 with 256).
+ * MC and NC from the CPU's caches with 2-byte packed elements (pack_esz): the A block in
+ * half of L2, the B block in a quarter of the LLC.
+ * Panels (the driver places them kc*mr / kc*nr floats apart; these use half of that):
+ *   A panel: pair p (k = 2p, 2p+1) of row i is the 32-bit word [p*14 + i]:
+ *            low half a(i, 2p), high half a(i, 2p+1);
+ *   B panel: pair p of column j is the word [p*32 + j]: low b(2p, j), high b(2p+1, j);
+ *   an odd kc pads its last pair's high half with +0 (adds +0: no effect, the running sum
+ *   is never -0), rows / columns beyond the valid ones are +0.
+ * The micro-kernel follows gk_gemm_ukernel_fn: float32 running sums in c, overwritten on
+ * the first K block, continued on the next ones.  gcc 12 spills intrinsic accumulators of
+ * a tile this size, so under GNU asm the k-loop is one asm block with the accumulators
+ * pinned (row i in zmm 4+2i, 5+2i), as in gk_gemm_fma_ukernel.inc. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/gk_compiler.h"
+#include "gemmkit/gk_gemm.h"
+
+#define MR 14
+#define NR 32
+
+/* ---- packers -------------------------------------------------------------------------- */
+
+static inline uint32_t ld16(const char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+static inline uint32_t ld32(const char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* word i of the result: even i -> lo[i/2], odd i -> hi[i/2] (the first 16 pairs; +16 for
+ * the next 16) */
+static inline __m512i pair_index(int half)
+{
+    GK_ALIGNED(64) uint16_t ix[32];
+    for (int i = 0; i < 32; i++)
+        ix[i] = (uint16_t)((i & 1 ? 32 : 0) + half * 16 + i / 2);
+    return _mm512_load_si512((const void *)ix);
+}
+
+static inline __mmask32 lanes(int n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
+
+/* 16 rows of 16 pair words each (r[i], word p) -> 16 vectors out[p] = (r[0][p], ...,
+ * r[15][p]): 4 stages of 16 shuffles (32-bit, 64-bit within 128-bit lanes, then lanes). */
+static inline void transpose16(const __m512i r[16], __m512i out[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* u[4g + c], lane L: rows 4g..4g+3 of word 4L + c */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        const __m512i w = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        const __m512i x = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512i y = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        out[c] = _mm512_shuffle_i32x4(v, x, 0x88);      /* word c      */
+        out[8 + c] = _mm512_shuffle_i32x4(v, x, 0xdd);  /* word 8 + c  */
+        out[4 + c] = _mm512_shuffle_i32x4(w, y, 0x88);  /* word 4 + c  */
+        out[12 + c] = _mm512_shuffle_i32x4(w, y, 0xdd); /* word 12 + c */
+    }
+}
+
+/* rows [i0, i0+mc) x depth [k0, k0+kc) of A' -> ceil(mc/14) panels, kc*14 floats apart */
+static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc, int mr,
+                   void *dst)
+{
+    const ptrdiff_t rs = a->rs, cs = a->cs;
+    const char *base = a->p + i0 * rs + k0 * cs;
+    const int kp = (kc + 1) / 2, odd = kc & 1;
+    (void)mr; /* always MR: this family's own packer */
+    for (int p0 = 0; p0 < mc; p0 += MR) {
+        uint32_t *d = (uint32_t *)dst + (ptrdiff_t)(p0 / MR) * kc * MR;
+        const int rows = mc - p0 < MR ? mc - p0 : MR;
+        const char *src = base + (ptrdiff_t)p0 * rs;
+        if (rs == 2) {
+            /* columns of A' contiguous (transA): interleave columns 2p and 2p+1 */
+            const __m512i ix = pair_index(0);
+            const __mmask32 m = lanes(rows);
+            for (int p = 0; p < kp; p++) {
+                const char *c0 = src + (ptrdiff_t)(2 * p) * cs;
+                const __m512i lo = _mm512_maskz_loadu_epi16(m, c0);
+                const __m512i hi = (odd && p == kp - 1) ? _mm512_setzero_si512()
+                                                        : _mm512_maskz_loadu_epi16(m, c0 + cs);
+                _mm512_mask_storeu_epi32(d + (ptrdiff_t)p * MR, (__mmask16)0x3fff,
+                                         _mm512_permutex2var_epi16(lo, ix, hi));
+            }
+            continue;
+        }
+        int pv = 0; /* pairs [0, pv) already packed */
+        if (cs == 2 && rows == MR) {
+            /* rows contiguous, full panel: 16 pairs of the 14 rows at a time, transposed
+             * in registers (rows 14, 15 zero, not stored) */
+            __m512i r[16], o[16];
+            r[14] = r[15] = _mm512_setzero_si512();
+            for (; pv + 16 <= kc / 2; pv += 16) {
+                for (int i = 0; i < MR; i++)
+                    r[i] = _mm512_loadu_si512(
+                        (const void *)(src + (ptrdiff_t)i * rs + 4 * (ptrdiff_t)pv));
+                transpose16(r, o);
+                for (int p = 0; p < 16; p++)
+                    _mm512_mask_storeu_epi32(d + (ptrdiff_t)(pv + p) * MR, (__mmask16)0x3fff,
+                                             o[p]);
+            }
+        }
+        for (int i = 0; i < rows; i++) {
+            const char *r = src + (ptrdiff_t)i * rs;
+            uint32_t *o = d + i;
+            if (cs == 2) { /* rows contiguous: a pair is one 32-bit word */
+                for (int p = pv; p < kc / 2; p++)
+                    o[(ptrdiff_t)p * MR] = ld32(r + 4 * (ptrdiff_t)p);
+            } else {
+                for (int p = 0; p < kc / 2; p++)
+                    o[(ptrdiff_t)p * MR] = ld16(r + (ptrdiff_t)(2 * p) * cs) |
+                                           ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
+            }
+            if (odd)
+                o[(ptrdiff_t)(kp - 1) * MR] = ld16(r + (ptrdiff_t)(kc - 1) * cs);
+        }
+        for (int i = rows; i < MR; i++)
+            for (int p = 0; p < kp; p++)
+                d[(ptrdiff_t)p * MR + i] = 0;
+    }
+}
+
+/* depth [k0, k0+kc) x columns [j0, j0+nc) of B' -> ceil(nc/32) panels, kc*32 floats apart */
+static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int nc, int nr,
+                   void *dst)
+{
+    const ptrdiff_t rs = b->rs, cs = b->cs;
+    const char *base = b->p + k0 * rs + j0 * cs;
+    const int kp = (kc + 1) / 2, odd = kc & 1;
+    (void)nr; /* always NR */
+    for (int q0 = 0; q0 < nc; q0 += NR) {
+        uint32_t *d = (uint32_t *)dst + (ptrdiff_t)(q0 / NR) * kc * NR;
+        const int cols = nc - q0 < NR ? nc - q0 : NR;
+        const char *src = base + (ptrdiff_t)q0 * cs;
+        if (cs == 2) {
+            /* rows of B' contiguous (the usual B): interleave rows 2p and 2p+1; masked
+             * lanes are neither read nor faulted on */
+            const __m512i ix0 = pair_index(0), ix1 = pair_index(1);
+            const __mmask32 m = lanes(cols);
+            for (int p = 0; p < kp; p++) {
+                const char *r0 = src + (ptrdiff_t)(2 * p) * rs;
+                const __m512i lo = _mm512_maskz_loadu_epi16(m, r0);
+                const __m512i hi = (odd && p == kp - 1) ? _mm512_setzero_si512()
+                                                        : _mm512_maskz_loadu_epi16(m, r0 + rs);
+                _mm512_storeu_si512((void *)(d + (ptrdiff_t)p * NR),
+                                    _mm512_permutex2var_epi16(lo, ix0, hi));
+                _mm512_storeu_si512((void *)(d + (ptrdiff_t)p * NR + 16),
+                                    _mm512_permutex2var_epi16(lo, ix1, hi));
+            }
+            continue;
+        }
+        for (int j = 0; j < cols; j++) {
+            const char *c = src + (ptrdiff_t)j * cs;
+            uint32_t *o = d + j;
+            if (rs == 2) { /* columns contiguous (transB): a pair is one 32-bit word */
+                for (int p = 0; p < kc / 2; p++)
+                    o[(ptrdiff_t)p * NR] = ld32(c + 4 * (ptrdiff_t)p);
+            } else {
+                for (int p = 0; p < kc / 2; p++)
+                    o[(ptrdiff_t)p * NR] = ld16(c + (ptrdiff_t)(2 * p) * rs) |
+                                           ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
+            }
+            if (odd)
+                o[(ptrdiff_t)(kp - 1) * NR] = ld16(c + (ptrdiff_t)(kc - 1) * rs);
+        }
+        for (int j = cols; j < NR; j++)
+            for (int p = 0; p < kp; p++)
+                d[(ptrdiff_t)p * NR + j] = 0;
+    }
+}
+
+/* ---- micro-kernel ------------------------------------------------------------------------ */
+
+#if GK_GNU_ASM
+
+#define BF_ROWS(X)                                                                          \
+    X(0, 2, 4, 5) X(1, 3, 6, 7) X(2, 2, 8, 9) X(3, 3, 10, 11) X(4, 2, 12, 13)                \
+    X(5, 3, 14, 15) X(6, 2, 16, 17) X(7, 3, 18, 19) X(8, 2, 20, 21) X(9, 3, 22, 23)          \
+    X(10, 2, 24, 25) X(11, 3, 26, 27) X(12, 2, 28, 29) X(13, 3, 30, 31)
+#define BF_R(n) "%%zmm" #n
+/* row i: broadcast its pair of pair p into register r, one vdpbf16ps per B vector */
+#define BF_ROW_DP(i, r, c0, c1)                                                             \
+    "vpbroadcastd " #i "*4(%[pa]), " BF_R(r) "\n\t"                                         \
+    "vdpbf16ps " BF_R(0) ", " BF_R(r) ", " BF_R(c0) "\n\t"                                  \
+    "vdpbf16ps " BF_R(1) ", " BF_R(r) ", " BF_R(c1) "\n\t"
+#define BF_ROW_LD(i, r, c0, c1)                                                             \
+    "vmovups (%[cl]), " BF_R(c0) "\n\t"                                                     \
+    "vmovups 64(%[cl]), " BF_R(c1) "\n\t"                                                   \
+    "add %[ldc], %[cl]\n\t"
+#define BF_ROW_ZERO(i, r, c0, c1)                                                           \
+    "vpxord " BF_R(c0) ", " BF_R(c0) ", " BF_R(c0) "\n\t"                                   \
+    "vpxord " BF_R(c1) ", " BF_R(c1) ", " BF_R(c1) "\n\t"
+#define BF_ROW_ST(i, r, c0, c1)                                                             \
+    "vmovups " BF_R(c0) ", (%[cs])\n\t"                                                     \
+    "vmovups " BF_R(c1) ", 64(%[cs])\n\t"                                                   \
+    "add %[ldc], %[cs]\n\t"
+
+/* One full tile: c (row stride ldcb BYTES) = (first ? 0 : c) + the kp pairs' products. */
+static void core(int kp, const uint32_t *pa, const uint32_t *pb, float *c, ptrdiff_t ldcb,
+                 int first)
+{
+    float *cl = c, *cs = c;
+    __asm__ volatile("test %[first], %[first]\n\t"
+                     "jnz 5f\n\t" BF_ROWS(BF_ROW_LD) "jmp 6f\n\t"
+                     "5:\n\t" BF_ROWS(BF_ROW_ZERO)
+                     "6:\n\t"
+                     "test %[kp], %[kp]\n\t"
+                     "jz 2f\n\t"
+                     ".p2align 5\n\t"
+                     "1:\n\t"
+                     "vmovups (%[pb]), " BF_R(0) "\n\t"
+                     "vmovups 64(%[pb]), " BF_R(1) "\n\t"
+                     BF_ROWS(BF_ROW_DP)
+                     "add $56, %[pa]\n\t"  /* 14 pair words */
+                     "add $128, %[pb]\n\t" /* 32 pair words */
+                     "dec %[kp]\n\t"
+                     "jnz 1b\n\t"
+                     "2:\n\t" BF_ROWS(BF_ROW_ST)
+                     : [pa] "+r"(pa), [pb] "+r"(pb), [kp] "+r"(kp), [cl] "+r"(cl),
+                       [cs] "+r"(cs)
+                     : [first] "r"(first), [ldc] "r"(ldcb)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                       "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",
+                       "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+                       "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "cc",
+                       "memory");
+}
+
+#undef BF_ROWS
+#undef BF_R
+#undef BF_ROW_DP
+#undef BF_ROW_LD
+#undef BF_ROW_ZERO
+#undef BF_ROW_ST
+
+#else /* portable intrinsics (32-bit builds): the same arithmetic, registers left to the
+       * compiler */
+
+static void core(int kp, const uint32_t *pa, const uint32_t *pb, float *c, ptrdiff_t ldcb,
+                 int first)
+{
+    __m512 acc[MR][2];
+    const ptrdiff_t ldc = ldcb / 4;
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc);
+        acc[i][1] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16);
+    }
+    for (int p = 0; p < kp; p++) {
+        const __m512i b0 = _mm512_loadu_si512((const void *)(pb + (ptrdiff_t)p * NR));
+        const __m512i b1 = _mm512_loadu_si512((const void *)(pb + (ptrdiff_t)p * NR + 16));
+        for (int i = 0; i < MR; i++) {
+            const __m512i x = _mm512_set1_epi32((int)pa[(ptrdiff_t)p * MR + i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)x, (__m512bh)b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], (__m512bh)x, (__m512bh)b1);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        _mm512_storeu_ps(c + i * ldc, acc[i][0]);
+        _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
+    }
+}
+#endif
+
+/* gk_gemm_ukernel_fn: full tiles run on c itself, edge tiles through a local full tile so
+ * that only the valid part of c is read or written.  kc == 0 (K == 0, first) zeroes. */
+static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, ptrdiff_t ldc,
+                    int mr_valid, int nr_valid, int first)
+{
+    GK_ALIGNED(64) float t[MR * NR];
+    float *y = (float *)c;
+    const int kp = (kc + 1) / 2;
+    if (mr_valid == MR && nr_valid == NR) {
+        core(kp, (const uint32_t *)a_panel, (const uint32_t *)b_panel, y, ldc * 4, first);
+        return;
+    }
+    if (!first)
+        for (int i = 0; i < mr_valid; i++)
+            memcpy(t + i * NR, y + i * ldc, (size_t)nr_valid * 4);
+    core(kp, (const uint32_t *)a_panel, (const uint32_t *)b_panel, t, NR * 4, first);
+    for (int i = 0; i < mr_valid; i++)
+        memcpy(y + i * ldc, t + i * NR, (size_t)nr_valid * 4);
+}
+
+/* ---- the guard ------------------------------------------------------------------------------ */
+
+/* min over the elements x of a rows x cols bfloat16 matrix (element (r, c) at
+ * p + r*rs + c*cs bytes) of ((x & 0x7fff) - 1) mod 2**16: zeros map to 0xffff (ignored),
+ * a denormal to < 0x7f, a normal with exponent field E to [E*128 - 1, E*128 + 126]. */
+static unsigned scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t rows,
+                         ptrdiff_t cols)
+{
+    unsigned best = 0xffff;
+    if (cs != 2 && rs == 2) { /* contiguous columns: scan the transpose */
+        ptrdiff_t t = rs;
+        rs = cs;
+        cs = t;
+        t = rows;
+        rows = cols;
+        cols = t;
+    }
+    if (cs == 2) {
+        const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+        __m512i acc = _mm512_set1_epi16(-1);
+        GK_ALIGNED(64) uint16_t lane[32];
+        for (ptrdiff_t r = 0; r < rows; r++) {
+            const char *row = p + r * rs;
+            ptrdiff_t c = 0;
+            for (; c + 32 <= cols; c += 32) {
+                const __m512i x = _mm512_loadu_si512((const void *)(row + 2 * c));
+                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
+            }
+            if (c < cols) { /* masked-off lanes load 0 -> 0xffff: neutral */
+                const __m512i x = _mm512_maskz_loadu_epi16(lanes((int)(cols - c)), row + 2 * c);
+                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
+            }
+        }
+        _mm512_store_si512((void *)lane, acc);
+        for (int i = 0; i < 32; i++)
+            best = lane[i] < best ? lane[i] : best;
+        return best;
+    }
+    for (ptrdiff_t r = 0; r < rows; r++)
+        for (ptrdiff_t c = 0; c < cols; c++) {
+            const unsigned v = ((ld16(p + r * rs + c * cs) & 0x7fffu) - 1u) & 0xffffu;
+            best = v < best ? v : best;
+        }
+    return best;
+}
+
+/* Sum of the two smallest exponent FIELDS (biased, 1..254) below which the family
+ * declines: eA + eB >= -112 unbiased  <=>  EA + EB >= 2*127 - 112 = 142. */
+#define BF16DOT_MIN_EXP_SUM 142
+
+static int accepts(const struct gk_gemm_args *g)
+{
+    unsigned ma, mb;
+    if (g->m == 0 || g->n == 0 || g->k == 0)
+        return 1; /* no product at all */
+    ma = scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k);
+    if (ma < 0x7f)
+        return 0; /* a denormal in A' */
+    mb = scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n);
+    if (mb < 0x7f)
+        return 0; /* a denormal in B' */
+    /* (m + 1) >> 7: the smallest exponent field of a nonzero element; 512 when all are
+     * zero (no nonzero product: nothing to flush) */
+    return ((ma + 1) >> 7) + ((mb + 1) >> 7) >= BF16DOT_MIN_EXP_SUM;
+}
+
+const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
+    "avx512bf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 252, 1024, 2048,
+    pack_a, pack_b, ukernel, gk_gemm_epilogue_bf16,
+    2,       /* cache_blocks: mc, nc from the caches; kc 1024 (see the header) */
+    NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
+    NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
+    2,       /* pack_esz: bfloat16 halves of the pair words */
+    accepts, /* the DAZ/FTZ guard above */
+};

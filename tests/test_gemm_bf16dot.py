@@ -1,0 +1,276 @@
+"""The bfloat16 Gemm family on vdpbf16ps (src/csrc/gemm/x86/gk_gemm_bf16_avx512bf16.c)
+against a float64 oracle, and its DAZ/FTZ guard.
+
+Bound (test_gemm.float_oracle, the float32-accumulation bound every bfloat16 path keeps):
+|Y - ref| <= (K + 2) * (2**-24 + 2**-53) * |alpha| * sum_k |a_ik||b_kj|
+             + 2u (|alpha A'B'| + |beta C|) + 2**-8 |ref| (the one rounding to bfloat16)
+             + subnormal slack.
+vdpbf16ps adds the two products of a pair with an FMA each (odd k first): sequential
+float32 sums in another order, inside the same bound -- as long as no denormal appears
+(it reads input denormals as zero and flushes denormal results).  The guard declines a
+call whose inputs could produce one (a bfloat16 denormal in A' or B', or the smallest
+nonzero exponents summing below -112); the next family of the bfloat16 row (the
+widening float32 one) then runs it, so those results equal that family's bit for bit.
+
+Shapes come from the family's own block sizes (runtime cache blocks).  Every test runs
+only where the dispatch picks the family: this CPU has AVX512_BF16 and the build has the
+avx512bf16 group.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gemmkit as gk
+from gemmkit import _core
+from test_gemm import assert_float_close, float_oracle, problem, relayout
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FAM = _core._gemm_family_info(BF16)
+
+pytestmark = pytest.mark.skipif(
+    FAM["isa"] != "avx512bf16",
+    reason=f"the bfloat16 vdpbf16ps family does not run here (dispatched: {FAM['isa']}; "
+           f"it needs the CPU's AVX512_BF16, the avx512bf16 build group and an ISA level "
+           f"of avx512 or above)")
+
+
+def bf(x):
+    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(BF16)
+
+
+def check(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
+    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
+    M = (A.T if ta else A).shape[0]
+    N = (B.T if tb else B).shape[1]
+    assert Y.shape == (M, N) and Y.dtype == BF16 and Y.flags.c_contiguous
+    with np.errstate(all="ignore"):
+        assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
+    return Y
+
+
+def same_bits(Y, R):
+    y, r = Y.view(np.uint16), R.view(np.uint16)
+    nan = np.isnan(Y.astype(np.float64)) & np.isnan(R.astype(np.float64))
+    assert np.array_equal(np.where(nan, 0, y), np.where(nan, 0, r))
+
+
+def fallback(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
+    return _core._gemm_with_fallback(A, B, C, alpha, beta, ta, tb)
+
+
+# A 1 x 4 by 4 x 1 product whose value tells the summation orders apart: pairs added odd k
+# first (vdpbf16ps) give 2**-24, sequential float32 sums (every other family) give 0.
+FP_A = [1.0, 2.0**-24, 2.0**-24, -1.0]
+
+
+def ran_dot_family(A_extra=None):
+    A = bf([FP_A + ([] if A_extra is None else [A_extra])])
+    B = bf(np.ones((A.shape[1], 1)))
+    return float(gk.gemm(A, B)[0, 0]) == 2.0**-24
+
+
+def test_family_and_fingerprint():
+    assert FAM["level"] == "avx512" and FAM["mr"] == 14 and FAM["nr"] == 32
+    assert FAM["kc"] % 2 == 0  # only a product's last K block can be odd
+    assert FAM["fallback"] is not None and FAM["fallback"] != "avx512bf16"
+    assert ran_dot_family()                       # accepted: the dot family ran
+    A = bf([FP_A])
+    assert float(fallback(A, bf(np.ones((4, 1))))[0, 0]) == 0.0  # sequential order
+    assert not ran_dot_family(2.0**-130)          # a denormal: declined
+
+
+def _shapes(f):
+    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
+    return [
+        (mr, nr, kc),                       # one full tile, one full K block
+        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides, odd K
+        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1 (one padded pair)
+        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
+        (mr, nr, 2 * kc),                   # two full K blocks
+        (mc + mr + 1, nr + 3, 5),           # past MC
+        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split, odd last block
+        (mr + 1, nc + nr - 1, 9),           # past NC
+        (3, nc + 1, kc + 1),                # past NC, K split
+        (2, 3, 3 * kc + 1),                 # deep K
+    ]
+
+
+def test_shapes_around_blocks():
+    rng = np.random.default_rng(11)
+    for i, (M, N, K) in enumerate(_shapes(FAM)):
+        ta, tb = i % 2, (i // 2) % 2
+        A, B, C = problem(M, N, K, BF16, ta, tb, ["M1", "N", "MN", "scalar"][i % 4], rng)
+        check(A, B, C, 0.75, -1.25, ta, tb)
+        check(A, B, None, 1.0, 1.0, ta, tb)
+
+
+def test_edges_1_to_17():
+    rng = np.random.default_rng(7)
+    for m in range(1, 18):
+        for n in (1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33):
+            k = (m * 7 + n) % 19 + 1  # odd and even K
+            A, B, C = problem(m, n, k, BF16, 0, 0, "MN", rng)
+            check(A, B, C, 1.5, -0.5)
+            check(A, B, None, 1.0, 0.0, 0, 0)
+
+
+@pytest.mark.parametrize("cshape", ["none", "scalar", "1", "N", "1N", "M1", "11", "MN"])
+@pytest.mark.parametrize("beta", [0.0, 1.0, -2.5])
+def test_c_broadcasts_alpha_beta(cshape, beta):
+    rng = np.random.default_rng(3)
+    for (M, N, K) in [(37, 45, 29), (100, 70, 300)]:
+        for ta, tb in [(0, 0), (1, 1)]:
+            A, B, C = problem(M, N, K, BF16, ta, tb, cshape, rng)
+            check(A, B, C, -0.375, beta, ta, tb)
+
+
+@pytest.mark.parametrize("kind", ["c", "f", "neg", "slice"])
+def test_strided_inputs(kind):
+    """Every packer path: rows / columns contiguous, neither, negative strides; and an
+    unaligned base (byte offset 1: 2-byte elements at odd addresses)."""
+    rng = np.random.default_rng(5)
+    for (M, N, K) in [(29, 67, 33), (15, 33, 2 * FAM["kc"] + 1)]:
+        for ta, tb in [(0, 0), (1, 0), (0, 1), (1, 1)]:
+            A, B, C = problem(M, N, K, BF16, ta, tb, "N", rng)
+            Y = check(relayout(A, kind), relayout(B, kind), C, 2.0, 0.5, ta, tb)
+            same_bits(Y, gk.gemm(A, B, C, 2.0, 0.5, ta, tb))
+    A, B, _ = problem(21, 45, 37, BF16, 0, 0, "none", rng)
+    buf = np.zeros(2 * A.size + 1, np.uint8)
+    Au = np.frombuffer(buf.data, np.uint8, 2 * A.size, 1).view(BF16).reshape(A.shape)
+    Au[...] = A
+    assert Au.ctypes.data % 2 == 1
+    same_bits(check(Au, B), gk.gemm(A, B))
+    # broadcast rows / columns (stride 0)
+    Ab = np.broadcast_to(A[:1], A.shape)
+    Bb = np.broadcast_to(B[:, :1], B.shape)
+    check(Ab, Bb)
+
+
+def test_nan_inf_propagate():
+    rng = np.random.default_rng(9)
+    for (M, N, K) in [(20, 40, 30), (200, 150, 401)]:
+        A, B, C = problem(M, N, K, BF16, 0, 0, "MN", rng)
+        A[3, 5] = np.nan
+        A[7, 1] = np.inf
+        B[2, 11] = -np.inf
+        C[0, 0] = np.nan
+        Y = check(A, B, C, 1.0, 1.0)
+        assert np.isnan(Y[3].astype(np.float32)).all() and np.isnan(float(Y[0, 0]))
+        A2 = np.zeros((M, K), BF16)
+        A2[0, 0] = np.inf
+        B2 = bf(np.abs(np.where(np.isfinite(B.astype(np.float32)), B.astype(np.float32), 0)) + 1)
+        Y = gk.gemm(A2, B2)
+        assert np.isposinf(Y[0].astype(np.float32)).all() and (Y[1:].astype(np.float32) == 0).all()
+    # products overflowing float32 give inf, as in the float32 path
+    A = bf([[2.0**100, 2.0**100]])
+    B = bf([[2.0**100], [2.0**100]])
+    assert np.isposinf(float(gk.gemm(A, B)[0, 0]))
+
+
+def test_empty_and_k0():
+    C = bf(np.arange(6).reshape(2, 3))
+    Y = gk.gemm(np.zeros((2, 0), BF16), np.zeros((0, 3), BF16), C, 1.0, 2.0)
+    assert np.array_equal(Y.astype(np.float32), 2 * C.astype(np.float32))
+    assert gk.gemm(np.zeros((0, 5), BF16), np.zeros((5, 3), BF16)).shape == (0, 3)
+
+
+# ---- the guard ------------------------------------------------------------------------------
+
+
+def _put(x, pos, v):
+    x = x.copy()
+    x[pos] = v
+    return x
+
+
+@pytest.mark.parametrize("where", ["A first", "A last", "B first", "B last", "B middle"])
+@pytest.mark.parametrize("layout", [(0, 0), (1, 0), (0, 1), (1, 1), "slice"])
+def test_guard_declines_denormals(where, layout):
+    """A bfloat16 denormal anywhere in A' or B' (also in a vector's masked tail): the call
+    runs on the fallback family -- its result bit for bit, within the bound."""
+    rng = np.random.default_rng(21)
+    ta, tb = (0, 0) if layout == "slice" else layout
+    M, N, K = 19, 45, 37
+    A, B, C = problem(M, N, K, BF16, ta, tb, "N", rng)
+    den = np.uint16(0x0005).view(BF16)  # 5 * 2**-133
+    big = bf(2.0**110)
+    if where.startswith("A"):
+        pos = (0, 0) if where == "A first" else (A.shape[0] - 1, A.shape[1] - 1)
+        A = _put(A, pos, den)
+        # make the lost product visible: its partner in B' is huge
+        r = pos[0] if ta else pos[1]
+        B = _put(B, (slice(None), r) if tb else (r, slice(None)), big)
+    else:
+        pos = {"B first": (0, 0), "B last": (B.shape[0] - 1, B.shape[1] - 1),
+               "B middle": (B.shape[0] // 2, B.shape[1] // 2)}[where]
+        B = _put(B, pos, den)
+        r = pos[1] if tb else pos[0]
+        A = _put(A, (r, slice(None)) if ta else (slice(None), r), big)
+    if layout == "slice":
+        A, B = relayout(A, "slice"), relayout(B, "slice")
+    Y = check(A, B, C, 1.0, 1.0, ta, tb)
+    same_bits(Y, fallback(A, B, C, 1.0, 1.0, ta, tb))
+    # the denormal's products are kept (vdpbf16ps would read it as zero)
+    assert np.abs(Y.astype(np.float64)).max() > 2.0**-30
+
+
+def test_guard_declines_flushable_products():
+    """Nonzero exponents summing below -112: products (or sums) could fall below 2**-126
+    and be flushed; the call runs on the fallback family, which keeps them."""
+    A = bf([[2.0**-70]])
+    B = bf([[2.0**-70]])
+    Y = gk.gemm(A, B, None, 2.0**60)  # the float32 sum 2**-140 is denormal; alpha rescales
+    assert float(Y[0, 0]) == 2.0**-80
+    rng = np.random.default_rng(23)
+    A, B, C = problem(33, 50, 70, BF16, 0, 0, "MN", rng)
+    A = _put(A, (5, 7), bf(2.0**-57))    # emin(A) = -57
+    B = _put(B, (3, 4), bf(2.0**-56))    # emin(B) = -56: sum -113 < -112
+    Y = check(A, B, C, 1.0, 1.0)
+    same_bits(Y, fallback(A, B, C))
+
+
+def test_guard_boundary_accepted_exactly():
+    """At eA + eB = -112 the family runs (the fingerprint shows it) and no product or
+    running sum is flushed: the smallest nonzero one is 2**-126, a normal float32."""
+    a = [2.0**-56 * (1 + 2.0**-7), -(2.0**-56)] + FP_A
+    b = [2.0**-56, 2.0**-56, 1.0, 1.0, 1.0, 1.0]
+    A, B = bf([a]), bf(np.array(b)[:, None])
+    Y = check(A, B, None, 2.0**100, 1.0)  # exact sum 2**-119 + 2**-24 (the fingerprint's
+    # 2**-24 is kept by the dot family; sequential sums would give 0), scaled by 2**100
+    assert float(Y[0, 0]) == 2.0**76
+    # cancellation down to the grid: 2**-112 (1 + 2**-7) - 2**-112 = 2**-119, kept
+    A2, B2 = bf([a[:2]]), bf(np.array(b[:2])[:, None])
+    assert float(gk.gemm(A2, B2, None, 2.0**119)[0, 0]) == 1.0
+    # one exponent lower: declined
+    A3 = bf([[2.0**-57] + FP_A])
+    B3 = bf(np.array([2.0**-56, 1, 1, 1, 1])[:, None])
+    same_bits(gk.gemm(A3, B3), fallback(A3, B3))
+    assert float(gk.gemm(A3, B3)[0, 0]) == 0.0  # sequential: the 2**-24 was lost
+
+
+def test_guard_zeros_and_specials_do_not_decline():
+    """Zeros (either sign), infinities and NaN carry no small exponent: accepted."""
+    extra = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    for v in extra:
+        A = bf([FP_A + [v]])
+        B = bf(np.array([1, 1, 1, 1, 0])[:, None])
+        Y = gk.gemm(A, B)
+        if np.isnan(v) or np.isinf(v):
+            assert np.isnan(float(Y[0, 0]))  # v * 0
+        else:
+            assert float(Y[0, 0]) == 2.0**-24  # the dot family ran
+    # all-zero operands
+    Z = np.zeros((5, 6), BF16)
+    assert (gk.gemm(Z, Z.T).astype(np.float32) == 0).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_tiny_scales_match_a_path(seed):
+    """Random data at random scales down to the denormal range: either path, always within
+    the bound (the guard keeps the dot family away from flushes)."""
+    rng = np.random.default_rng(100 + seed)
+    M, N, K = 23, 41, 57
+    for ea, eb in [(-60, -60), (-56, -56), (-40, -80), (-126, 10), (-133, 0)]:
+        A = bf(rng.standard_normal((M, K)) * 2.0**ea)
+        B = bf(rng.standard_normal((K, N)) * 2.0**eb)
+        check(A, B, None, 2.0**(-(ea + eb) // 2), 1.0)
