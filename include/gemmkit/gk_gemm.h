@@ -256,6 +256,12 @@ extern const gk_gemm_kernel gk_gemm_f32_avx2;
 extern const gk_gemm_kernel gk_gemm_f64_avx2;
 extern const gk_gemm_kernel gk_gemm_f32_avx512;
 extern const gk_gemm_kernel gk_gemm_f64_avx512;
+/* float16 / bfloat16 widening families: packers widen into float32 panels, the f32
+ * family's micro-kernel of the same group, one RNE rounding in the epilogue. */
+extern const gk_gemm_kernel gk_gemm_f16_avx2;
+extern const gk_gemm_kernel gk_gemm_bf16_avx2;
+extern const gk_gemm_kernel gk_gemm_f16_avx512;
+extern const gk_gemm_kernel gk_gemm_bf16_avx512;
 
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;

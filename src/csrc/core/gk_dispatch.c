@@ -107,8 +107,10 @@ typedef struct {
 #define GK_GEMM_AVX2(fam)
 #endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
-    [GK_DT_F16] = {{&gk_gemm_f16_scalar, L_SCALAR}},
-    [GK_DT_BF16] = {{&gk_gemm_bf16_scalar, L_SCALAR}},
+    [GK_DT_F16] = {GK_GEMM_AVX512(gk_gemm_f16_avx512) GK_GEMM_AVX2(gk_gemm_f16_avx2)
+                   {&gk_gemm_f16_scalar, L_SCALAR}},
+    [GK_DT_BF16] = {GK_GEMM_AVX512(gk_gemm_bf16_avx512) GK_GEMM_AVX2(gk_gemm_bf16_avx2)
+                    {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
                    {&gk_gemm_f32_scalar, L_SCALAR}},
     [GK_DT_F64] = {GK_GEMM_AVX512(gk_gemm_f64_avx512) GK_GEMM_AVX2(gk_gemm_f64_avx2)
