@@ -15,6 +15,13 @@ with alpha, beta and a C row.  The bfloat16 section (256^3, 1024^3, 2048^3) quot
 dispatched bfloat16 family against NumPy's float32 matmul of the same values, as % of the
 vdpbf16ps peak on the avx512bf16 family.
 
+The float16/bfloat16 section runs the widening families (exact widening while packing,
+the float32 FMA micro-kernel, one rounding at the end) on every path at 256^3 and 1024^3:
+float16 against onnxruntime's float16 Gemm node and its Cast -> float32 Gemm -> Cast graph,
+and NumPy's float16 matmul (256^3 only: it has no BLAS); bfloat16 against NumPy's float32
+matmul on float32 copies of the same values (the time of the float32 product it stands
+for).  % of peak is of the float32 FMA peak (the kernel is the float32 one).
+
 NumPy's integer and float16 matmuls have no BLAS behind them; bfloat16 has no NumPy
 matmul at all (compared through a float32 round trip instead, marked *).
 """
@@ -60,13 +67,42 @@ def ort_gemm(dtype, alpha=1.0, beta=1.0):
         from onnx import TensorProto, helper
     except ImportError:
         return None
-    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}.get(dtype)
+    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+         np.float16: TensorProto.FLOAT16}.get(dtype)
     if t is None:
         return None
     g = helper.make_graph(
         [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
         [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
         [helper.make_tensor_value_info("Y", t, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    try:
+        return ort.InferenceSession(m.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001  (no kernel for this type in this onnxruntime)
+        return None
+
+
+def ort_cast_gemm():
+    """onnxruntime float16 A, B, C -> Cast to float32 -> Gemm -> Cast to float16 (one
+    thread): the float32 route a runtime without a float16 Gemm takes; or None."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    F, H = TensorProto.FLOAT, TensorProto.FLOAT16
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["A"], ["Af"], to=F),
+         helper.make_node("Cast", ["B"], ["Bf"], to=F),
+         helper.make_node("Cast", ["C"], ["Cf"], to=F),
+         helper.make_node("Gemm", ["Af", "Bf", "Cf"], ["Yf"]),
+         helper.make_node("Cast", ["Yf"], ["Y"], to=H)], "g",
+        [helper.make_tensor_value_info(n, H, None) for n in "ABC"],
+        [helper.make_tensor_value_info("Y", H, None)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     so = ort.SessionOptions()
@@ -284,6 +320,61 @@ def bf16_rows(sizes, budget):
           "matmul of the same values)\n")
 
 
+def half_paths(sizes, budget):
+    """The float16/bfloat16 rows: every widening path forced, vs onnxruntime and NumPy."""
+    from gemmkit import _core
+    info = gk.cpu_info()
+    default = info["isa"]
+    paths = [p for p in ("avx512", "avx2") if p in info["available"]] or [default]
+    peaks = FmaPeaks()
+    hdr = (f"{'case':22s} {'path':7s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'%peak':>6s} "
+           f"{'ort f16':>10s} {'ratio':>6s} {'ort cast':>10s} {'ratio':>6s} "
+           f"{'NumPy':>10s} {'ratio':>6s}")
+    print(hdr)
+    print("-" * len(hdr))
+    rng = np.random.default_rng(2)
+    s16, scast = ort_gemm(np.float16), ort_cast_gemm()
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        for n in sizes:
+            A, B, C = (rng.standard_normal(s).astype(dt) for s in ((n, n), (n, n), (n,)))
+            Af, Bf, Cf = (x.astype(np.float32) for x in (A, B, C))  # the same values
+            feeds = {"A": A, "B": B, "C": C}
+            for path in paths:
+                _core._set_isa(path)
+                fam = _core._gemm_family_info(dt)["isa"]
+                cols = {}
+                fns = [lambda: gk.gemm(A, B, C)]  # Y = A @ B + C everywhere
+                if dt is np.float16:
+                    for name, sess in (("ort f16", s16), ("ort cast", scast)):
+                        if sess is not None:
+                            cols[name] = len(fns)
+                            fns.append(lambda sess=sess: sess.run(None, feeds))
+                    if n <= 256:  # NumPy's float16 matmul is a scalar loop
+                        cols["NumPy"] = len(fns)
+                        fns.append(lambda: A @ B + C)
+                else:
+                    cols["NumPy"] = len(fns)
+                    fns.append(lambda: Af @ Bf + Cf)
+                try:
+                    pk = peaks(fam, "float32")
+                    ts = timed(fns, budget)
+                finally:
+                    _core._set_isa(default)
+                gf = 2.0 * n**3 / ts[0] / 1e9
+                line = (f"{np.dtype(dt).name + f' {n}^3':22s} {fam:7s} {ts[0] * 1e6:8.1f}us "
+                        f"{gf:8.2f} {(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s}")
+                for name in ("ort f16", "ort cast", "NumPy"):
+                    if name in cols:
+                        t = ts[cols[name]]
+                        star = "*" if (name == "NumPy" and dt is not np.float16) else " "
+                        line += f" {t * 1e6:8.1f}us {t / ts[0]:5.2f}x{star}"
+                    else:
+                        line += f" {'-':>10s} {'-':>6s} "
+                print(line, flush=True)
+    print("(Y = A @ B + C row everywhere; ratio: the other's time / gemmkit's; ort cast: "
+          "Cast -> float32 Gemm -> Cast; * NumPy float32 of the same values)\n")
+
+
 def parse_cases(spec):
     """"64,1024,16x4096" -> [(64, 64, 64), (1024, 1024, 1024), (16, 4096, 4096)]."""
     out = []
@@ -313,6 +404,10 @@ def main(argv=None):
                     help="n of the int32/int64 path section (default 512,1024; --quick 256)")
     ap.add_argument("--int-only", action="store_true",
                     help="only the int32/int64 path section")
+    ap.add_argument("--half-sizes", default=None, metavar="N,...",
+                    help="the n of the float16/bfloat16 n^3 cases (default 256,1024)")
+    ap.add_argument("--half-only", action="store_true",
+                    help="only the float16/bfloat16 path section")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [64, 256] if args.quick else [64, 256, 512]
@@ -326,11 +421,17 @@ def main(argv=None):
     fspec = args.float_sizes or (args.sizes if args.sizes else
                                  ("64,256,1x4096" if args.quick else
                                   "64,256,1024,2048,1x4096,16x4096"))
-    if not args.int_only:
+    only = args.int_only or args.half_only
+    if not only:
         float_paths(parse_cases(fspec), args.budget)
         bsizes = ([256, 1024] if args.quick else [256, 1024, 2048]) if not args.sizes else sizes
         bf16_rows(bsizes, args.budget)
     if args.float_only:
+        return 0
+    if not args.int_only:
+        hspec = args.half_sizes or ("256" if args.quick else "256,1024")
+        half_paths([int(v) for v in hspec.split(",")], args.budget)
+    if args.half_only:
         return 0
     ispec = args.int_sizes or ("256" if args.quick else "512,1024")
     int_paths([int(v) for v in ispec.split(",")], args.budget)

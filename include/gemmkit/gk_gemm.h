@@ -302,6 +302,12 @@ extern const gk_gemm_kernel gk_gemm_u32_neon;
 /* bfloat16 on vdpbf16ps (GK_HAVE_AVX512BF16; the CPU bit GK_CPU_AVX512BF16 besides the
  * avx512 level): pair-interleaved panels, declines calls its guard rejects (see its file) */
 extern const gk_gemm_kernel gk_gemm_bf16_avx512bf16;
+/* float16 / bfloat16 widening families: packers widen into float32 panels, the f32
+ * family's micro-kernel of the same group, one RNE rounding in the epilogue. */
+extern const gk_gemm_kernel gk_gemm_f16_avx2;
+extern const gk_gemm_kernel gk_gemm_bf16_avx2;
+extern const gk_gemm_kernel gk_gemm_f16_avx512;
+extern const gk_gemm_kernel gk_gemm_bf16_avx512;
 
 /* The scalar families (src/csrc/gemm/scalar/gk_gemm_*_scalar.c), always present. */
 extern const gk_gemm_kernel gk_gemm_f16_scalar;

@@ -120,9 +120,11 @@ typedef struct {
 #define GK_GEMM_AVX512BF16(fam)
 #endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
-    [GK_DT_F16] = {GK_GEMM_NEON(gk_gemm_f16_neon)
+    [GK_DT_F16] = {GK_GEMM_AVX512(gk_gemm_f16_avx512) GK_GEMM_AVX2(gk_gemm_f16_avx2)
+                   GK_GEMM_NEON(gk_gemm_f16_neon)
                    {&gk_gemm_f16_scalar, L_SCALAR}},
     [GK_DT_BF16] = {GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
+                    GK_GEMM_AVX512(gk_gemm_bf16_avx512) GK_GEMM_AVX2(gk_gemm_bf16_avx2)
                     GK_GEMM_NEON(gk_gemm_bf16_neon)
                     {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)

@@ -12,6 +12,7 @@
 
 #include "core/gk_compiler.h"
 #include "gemmkit/gk_gemm.h"
+#include "gk_gemm_f32_x86.h"
 
 #define GK_PFX gk_gemm_f32_avx512_14x32
 #define GK_T float
@@ -46,3 +47,18 @@ const gk_gemm_kernel gk_gemm_f32_avx512 = {
     gk_gemm_f32_avx512_14x32_ukernel_ldb,
     0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
 };
+
+/* The same micro-kernels with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16
+ * widening families of this group run them on their float32 panels. */
+void gk_gemm_f32_avx512_14x32_ukernel_ext(int kc, const void *a_panel, const void *b_panel,
+                                  void *c, ptrdiff_t ldc, int mr_valid, int nr_valid, int first)
+{
+    gk_gemm_f32_avx512_14x32_ukernel(kc, a_panel, b_panel, c, ldc, mr_valid, nr_valid, first);
+}
+void gk_gemm_f32_avx512_14x32_ukernel_rounded_ext(int kc, const void *a_panel, const void *b_panel,
+                                          void *c, ptrdiff_t ldc, int mr_valid, int nr_valid,
+                                          int first)
+{
+    gk_gemm_f32_avx512_14x32_ukernel_rounded(kc, a_panel, b_panel, c, ldc, mr_valid, nr_valid,
+                                         first);
+}

@@ -1,0 +1,39 @@
+/* The bfloat16 Gemm family for AVX-512F/BW/VL (group avx512, with AVX2/FMA/F16C):
+ * the widening path.
+ *
+ * Inputs widen to float32 while packing, by a 16-bit shift (exact: gk_bf16_to_f32 bit for
+ * bit), into the standard float32 panels of gk_gemm.h; the sums run in this group's
+ * float32 14 x 32 micro-kernel (gk_gemm_f32_avx512.c through gk_gemm_f32_x86.h: the same
+ * FMA k-loop, hence float32's accumulation bound; never a 16-bit sum); the fused epilogue
+ * rounds alpha*acc + beta*C once to bfloat16 by the integer RNE of gk_f32_to_bf16 (NaN
+ * stays NaN, quiet), bit for bit the generic gk_gemm_epilogue_bf16. Packers and epilogue:
+ * gk_gemm_half_x86.inc at 16 lanes. Cache blocks from this CPU's caches at run time, as
+ * float32's (the panels are float32; fallback 168/256/2048). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/gk_compiler.h"
+#include "gemmkit/gk_codecs.h"
+#include "gemmkit/gk_gemm.h"
+#include "gk_gemm_f32_x86.h"
+
+#define GK_PFX gk_gemm_bf16_avx512
+#define GK_BF16 1
+#define GK_W 16
+#define GK_MR 14
+#define GK_NR 32
+#define GK_GENERIC_PACK_A gk_gemm_pack_a_bf16
+#define GK_GENERIC_PACK_B gk_gemm_pack_b_bf16
+#define GK_GENERIC_EPI gk_gemm_epilogue_bf16
+#include "gk_gemm_half_x86.inc"
+
+const gk_gemm_kernel gk_gemm_bf16_avx512 = {
+    "avx512", GK_DT_BF16, GK_ACC_F32, 14, 32, 168, 256, 2048,
+    gk_gemm_bf16_avx512_pack_a, gk_gemm_bf16_avx512_pack_b,
+    gk_gemm_f32_avx512_14x32_ukernel_ext,
+    gk_gemm_bf16_avx512_epilogue,
+    1, /* cache_blocks */
+    gk_gemm_f32_avx512_14x32_ukernel_rounded_ext, /* ukernel_rounded */
+    NULL, /* ukernel_ldb: Y is 16-bit, the sums live in a float32 workspace */
+    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+};
