@@ -38,10 +38,25 @@
 #define GK_VADD(x, y) _mm256_add_ps(x, y)
 #include "gk_gemm_fma_ukernel.inc"
 
+/* the fused epilogue in vector code (bit-identical to gk_gemm_epilogue_f32) */
+#define GK_EPI_NAME gk_gemm_f32_avx2_epilogue
+#define GK_ET float
+#define GK_EW 8
+#define GK_EV __m256
+#define GK_ELOAD(p) _mm256_loadu_ps((const float *)(const void *)(p))
+#define GK_ESTORE(p, v) _mm256_storeu_ps((float *)(void *)(p), v)
+#define GK_EMUL _mm256_mul_ps
+#define GK_EADD _mm256_add_ps
+#define GK_ESET1 _mm256_set1_ps
+#define GK_EALPHA alpha_f
+#define GK_EBETA beta_f
+#define GK_EGENERIC gk_gemm_epilogue_f32
+#include "gk_gemm_float_epi_x86.inc"
+
 const gk_gemm_kernel gk_gemm_f32_avx2 = {
     "avx2", GK_DT_F32, GK_ACC_F32, 6, 16, 144, 256, 2048,
     gk_gemm_pack_a_f32_avx2, gk_gemm_pack_b_f32_avx2, gk_gemm_f32_avx2_6x16_ukernel,
-    gk_gemm_epilogue_f32,
+    gk_gemm_f32_avx2_epilogue,
     1, /* cache_blocks */
     gk_gemm_f32_avx2_6x16_ukernel_rounded, /* ukernel_rounded */
     gk_gemm_f32_avx2_6x16_ukernel_ldb,

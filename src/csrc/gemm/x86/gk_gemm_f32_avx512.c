@@ -38,10 +38,25 @@
 #define GK_VADD(x, y) _mm512_add_ps(x, y)
 #include "gk_gemm_fma_ukernel.inc"
 
+/* the fused epilogue in vector code (bit-identical to gk_gemm_epilogue_f32) */
+#define GK_EPI_NAME gk_gemm_f32_avx512_epilogue
+#define GK_ET float
+#define GK_EW 16
+#define GK_EV __m512
+#define GK_ELOAD(p) _mm512_loadu_ps(p)
+#define GK_ESTORE(p, v) _mm512_storeu_ps(p, v)
+#define GK_EMUL _mm512_mul_ps
+#define GK_EADD _mm512_add_ps
+#define GK_ESET1 _mm512_set1_ps
+#define GK_EALPHA alpha_f
+#define GK_EBETA beta_f
+#define GK_EGENERIC gk_gemm_epilogue_f32
+#include "gk_gemm_float_epi_x86.inc"
+
 const gk_gemm_kernel gk_gemm_f32_avx512 = {
     "avx512", GK_DT_F32, GK_ACC_F32, 14, 32, 168, 256, 2048,
     gk_gemm_pack_a_f32_avx512, gk_gemm_pack_b_f32_avx512, gk_gemm_f32_avx512_14x32_ukernel,
-    gk_gemm_epilogue_f32,
+    gk_gemm_f32_avx512_epilogue,
     1, /* cache_blocks */
     gk_gemm_f32_avx512_14x32_ukernel_rounded, /* ukernel_rounded */
     gk_gemm_f32_avx512_14x32_ukernel_ldb,

@@ -36,10 +36,25 @@
 #define GK_VADD(x, y) _mm512_add_pd(x, y)
 #include "gk_gemm_fma_ukernel.inc"
 
+/* the fused epilogue in vector code (bit-identical to gk_gemm_epilogue_f64) */
+#define GK_EPI_NAME gk_gemm_f64_avx512_epilogue
+#define GK_ET double
+#define GK_EW 8
+#define GK_EV __m512d
+#define GK_ELOAD(p) _mm512_loadu_pd(p)
+#define GK_ESTORE(p, v) _mm512_storeu_pd(p, v)
+#define GK_EMUL _mm512_mul_pd
+#define GK_EADD _mm512_add_pd
+#define GK_ESET1 _mm512_set1_pd
+#define GK_EALPHA alpha_d
+#define GK_EBETA beta_d
+#define GK_EGENERIC gk_gemm_epilogue_f64
+#include "gk_gemm_float_epi_x86.inc"
+
 const gk_gemm_kernel gk_gemm_f64_avx512 = {
     "avx512", GK_DT_F64, GK_ACC_F64, 14, 16, 112, 256, 1024,
     gk_gemm_pack_a_f64_avx512, gk_gemm_pack_b_f64_avx512, gk_gemm_f64_avx512_14x16_ukernel,
-    gk_gemm_epilogue_f64,
+    gk_gemm_f64_avx512_epilogue,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded */
     gk_gemm_f64_avx512_14x16_ukernel_ldb,
