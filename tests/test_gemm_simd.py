@@ -124,14 +124,14 @@ def test_small_calls_in_place_b(isa, dt):
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
 def test_thin_a_in_place_b(isa, dt):
-    """Thin A (at most two row panels) reads B' in place at any size, in K blocks of a
-    few rows: every row count up to two panels, K across several blocks and past the
-    family's KC, N tails, C forms, B row strides of every sign."""
+    """Thin A (M <= 32) reads B' in place at any size, in K blocks of a few rows: row
+    counts around one panel, two panels and the 32-row limit, K across several blocks and
+    past the family's KC, N tails, C forms, B row strides of every sign."""
     rng = np.random.default_rng(13)
     f = _fam(dt)
     mr, nr, kc = f["mr"], f["nr"], f["kc"]
-    for M in sorted({1, 2, mr - 1, mr, mr + 1, 2 * mr - 1, 2 * mr, 2 * mr + 1}):
-        for (N, K) in [(nr, 3), (2 * nr + 5, 8 * 5 + 3), (3 * nr - 1, kc + 9)]:
+    for M in sorted({1, 2, mr - 1, mr, mr + 1, 2 * mr - 1, 2 * mr, 2 * mr + 1, 31, 32, 33}):
+        for (N, K) in [(nr, 3), (2 * nr + 5, 16 * 3 + 5), (3 * nr - 1, kc + 9)]:
             i = M + N + K
             A, B, C = problem(M, N, K, dt, 0, 0, ["none", "N", "MN", "M1"][i % 4], rng)
             _check(A, B, C, 0.5, 1.5)

@@ -182,10 +182,10 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
 /* Small calls: below this many multiply-adds (M*N*K), a family with ukernel_ldb reads B'
  * in place instead of packing it (packing would cost about as much as the product). */
 #define GK_GEMM_SMALL_FLOPS ((ptrdiff_t)128 * 128 * 128)
-/* Thin A: with at most this many row panels (M <= mr * GK_GEMM_THIN_PANELS) a family
- * with ukernel_ldb reads B' in place at any size (each B element is read once per row
- * panel; packing it would read it and write it once). */
-#define GK_GEMM_THIN_PANELS 2
+/* Thin A: with at most this many rows a family with ukernel_ldb reads B' in place at any
+ * size (each B element is read once per row panel; packing it would read it and write
+ * it once), in K blocks of GK_GEMM_THIN_KC rows (one row panel) or twice that. */
+#define GK_GEMM_THIN_ROWS 32
 /* The K block of the thin-A path (B' rows read side by side; see gk_gemm_driver.c). */
 #define GK_GEMM_THIN_KC 8
 
