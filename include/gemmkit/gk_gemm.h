@@ -337,13 +337,17 @@ GK_GEMM_DECLARE_PACKERS(f32)
 GK_GEMM_DECLARE_PACKERS(f64)
 GK_GEMM_DECLARE_PACKERS(u32)
 GK_GEMM_DECLARE_PACKERS(u64)
-/* SIMD packers of the x86 float32/float64 families (src/csrc/gemm/x86/
- * gk_gemm_pack_<type>_<isa>.c): register transposes for A' rows / B' columns contiguous
+/* SIMD packers of the x86 float and integer families (src/csrc/gemm/x86/
+ * gk_gemm_pack_{32,64}bit_<isa>.c): register transposes for A' rows / B' columns contiguous
  * along k, the generic packers for every other layout; same panels bit for bit. */
 GK_GEMM_DECLARE_PACKERS(f32_avx2)
 GK_GEMM_DECLARE_PACKERS(f32_avx512)
 GK_GEMM_DECLARE_PACKERS(f64_avx2)
 GK_GEMM_DECLARE_PACKERS(f64_avx512)
+GK_GEMM_DECLARE_PACKERS(u32_avx2)
+GK_GEMM_DECLARE_PACKERS(u32_avx512)
+GK_GEMM_DECLARE_PACKERS(u64_avx2)
+GK_GEMM_DECLARE_PACKERS(u64_avx512)
 #undef GK_GEMM_DECLARE_PACKERS
 
 /* The family used for `dtype`: its dispatch row's most specific family at or below the

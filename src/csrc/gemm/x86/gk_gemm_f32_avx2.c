@@ -1,7 +1,8 @@
 /* The float32 Gemm family for AVX2 + FMA (group avx2).
  *
  * Tile 6 x 16 (12 ymm accumulators, 8-lane vectors, two per row), both
- * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_f32_<isa>.c), cache
+ * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers,
+ * gk_gemm_pack_32bit_<isa>.c), cache
  * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 144/256/2048).
  * FMA rounds each product-sum once: results differ from the scalar oracle within the
  * float accumulation bound, the k order is the same. QLinearMatMul's float8 path runs ukernel_rounded (vmul, then vadd:

@@ -1,7 +1,8 @@
 /* The float32 Gemm family for AVX-512F (group avx512: F/BW/VL/DQ + AVX2/FMA/F16C).
  *
  * Tile 14 x 32 (28 zmm accumulators, 16-lane vectors, two per row), both
- * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_f32_<isa>.c), cache
+ * operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers,
+ * gk_gemm_pack_32bit_<isa>.c), cache
  * blocks from this CPU's cache sizes at run time (cache_blocks; fallback 168/256/2048).
  * FMA rounds each product-sum once: results differ from the scalar oracle within the
  * float accumulation bound, the k order is the same. QLinearMatMul's float8 path runs ukernel_rounded (vmul, then vadd:

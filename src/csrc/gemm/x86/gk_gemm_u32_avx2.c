@@ -6,7 +6,7 @@
  * the loop is bound by vpmulld's throughput (Zen 4: two ymm per cycle, measured; Intel: 2
  * uops, one per cycle) -- the multiplies are off the accumulator chains (one vpaddd each), 12
  * independent products per k keep the multiplier busy.  Both operands packed in the
- * standard panel layout of gk_gemm.h (generic u32 packers: int32 and uint32 share the
+ * standard panel layout of gk_gemm.h (gk_gemm_pack_32bit_<isa>.c's transposing packers: int32 and uint32 share the
  * bits), cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback
  * 144/256/2048).  Sums and products wrap modulo 2**32: every result equals the scalar
  * oracle's bit for bit.  Epilogue: the exact path vectorised (gk_gemm_int_epi_x86.inc),
@@ -59,7 +59,7 @@
 
 const gk_gemm_kernel gk_gemm_i32_avx2 = {
     "avx2", GK_DT_I32, GK_ACC_U32, 6, 16, 144, 256, 2048,
-    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_avx2_6x16_ukernel,
+    gk_gemm_pack_a_u32_avx2, gk_gemm_pack_b_u32_avx2, gk_gemm_u32_avx2_6x16_ukernel,
     gk_gemm_u32_avx2_epilogue_s,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
@@ -68,7 +68,7 @@ const gk_gemm_kernel gk_gemm_i32_avx2 = {
 };
 const gk_gemm_kernel gk_gemm_u32_avx2 = {
     "avx2", GK_DT_U32, GK_ACC_U32, 6, 16, 144, 256, 2048,
-    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_avx2_6x16_ukernel,
+    gk_gemm_pack_a_u32_avx2, gk_gemm_pack_b_u32_avx2, gk_gemm_u32_avx2_6x16_ukernel,
     gk_gemm_u32_avx2_epilogue_u,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */

@@ -8,7 +8,7 @@
  * chains, which are one vpaddd each).  This kernel alone, panels in L1: ~72% of that peak
  * (the vpaddd share the vector pipes; embedded {1to16} broadcasts measured no better);
  * the avx2 6x16 family runs at the same speed on Zen 4.  Both operands packed in
- * the standard panel layout of gk_gemm.h (generic u32 packers: int32 and uint32 share the
+ * the standard panel layout of gk_gemm.h (gk_gemm_pack_32bit_<isa>.c's transposing packers: int32 and uint32 share the
  * bits), cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback
  * 168/256/2048).  Sums and products wrap modulo 2**32: every result equals the scalar
  * oracle's bit for bit.  Epilogue: the exact path vectorised (gk_gemm_int_epi_x86.inc),
@@ -61,7 +61,7 @@
 
 const gk_gemm_kernel gk_gemm_i32_avx512 = {
     "avx512", GK_DT_I32, GK_ACC_U32, 14, 32, 168, 256, 2048,
-    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_avx512_14x32_ukernel,
+    gk_gemm_pack_a_u32_avx512, gk_gemm_pack_b_u32_avx512, gk_gemm_u32_avx512_14x32_ukernel,
     gk_gemm_u32_avx512_epilogue_s,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
@@ -70,7 +70,7 @@ const gk_gemm_kernel gk_gemm_i32_avx512 = {
 };
 const gk_gemm_kernel gk_gemm_u32_avx512 = {
     "avx512", GK_DT_U32, GK_ACC_U32, 14, 32, 168, 256, 2048,
-    gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_avx512_14x32_ukernel,
+    gk_gemm_pack_a_u32_avx512, gk_gemm_pack_b_u32_avx512, gk_gemm_u32_avx512_14x32_ukernel,
     gk_gemm_u32_avx512_epilogue_u,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */

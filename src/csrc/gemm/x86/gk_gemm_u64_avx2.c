@@ -26,7 +26,7 @@
  * machine being shared): this family 13.9 ms (9.6 GMAC/s), the scalar family 48.9 ms
  * (2.75 GMAC/s), NumPy 379 ms.  On Intel vpmulld is 2 uops (vpmuludq 1), so the two AVX2
  * variants tie there; both beat one 64-bit imul per product per cycle.
- * Both operands packed in the standard panel layout of gk_gemm.h (generic u64 packers),
+ * Both operands packed in the standard panel layout of gk_gemm.h (transposing SIMD packers, gk_gemm_pack_64bit_avx2.c),
  * cache blocks from this CPU's cache sizes at run time (cache_blocks; fallback
  * 96/256/1024).  Epilogue: the exact path vectorised with a 3-vpmuludq multiply
  * (gk_gemm_int_epi_x86.inc; once per output, not worth the swap), the float path the
@@ -212,7 +212,7 @@ static void gk_gemm_u64_avx2_2x8_ukernel(int kc, const void *a_panel, const void
 
 const gk_gemm_kernel gk_gemm_i64_avx2 = {
     "avx2", GK_DT_I64, GK_ACC_U64, MR, NR, 96, 256, 1024,
-    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_avx2_2x8_ukernel,
+    gk_gemm_pack_a_u64_avx2, gk_gemm_pack_b_u64_avx2, gk_gemm_u64_avx2_2x8_ukernel,
     gk_gemm_u64_avx2_epilogue_s,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
@@ -221,7 +221,7 @@ const gk_gemm_kernel gk_gemm_i64_avx2 = {
 };
 const gk_gemm_kernel gk_gemm_u64_avx2 = {
     "avx2", GK_DT_U64, GK_ACC_U64, MR, NR, 96, 256, 1024,
-    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_avx2_2x8_ukernel,
+    gk_gemm_pack_a_u64_avx2, gk_gemm_pack_b_u64_avx2, gk_gemm_u64_avx2_2x8_ukernel,
     gk_gemm_u64_avx2_epilogue_u,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */

@@ -6,7 +6,7 @@
  * (gk_gemm_imul_ukernel.inc's asm).  Per k: 28 vpmullq + 28 vpaddq for 224 multiply-adds;
  * the loop is bound by vpmullq's throughput (the multiplies are off the accumulator
  * chains, which are one vpaddq each).  Both operands packed in the standard panel layout
- * of gk_gemm.h (generic u64 packers: int64 and uint64 share the bits), cache blocks from
+ * of gk_gemm.h (gk_gemm_pack_64bit_<isa>.c's transposing packers: int64 and uint64 share the bits), cache blocks from
  * this CPU's cache sizes at run time (cache_blocks; fallback 168/256/1024).  Sums and
  * products wrap modulo 2**64: every result equals the scalar oracle's bit for bit.
  * Epilogue: the exact path vectorised (gk_gemm_int_epi_x86.inc), the float path the
@@ -59,7 +59,7 @@
 
 const gk_gemm_kernel gk_gemm_i64_avx512 = {
     "avx512", GK_DT_I64, GK_ACC_U64, 14, 16, 168, 256, 1024,
-    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_avx512_14x16_ukernel,
+    gk_gemm_pack_a_u64_avx512, gk_gemm_pack_b_u64_avx512, gk_gemm_u64_avx512_14x16_ukernel,
     gk_gemm_u64_avx512_epilogue_s,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
@@ -68,7 +68,7 @@ const gk_gemm_kernel gk_gemm_i64_avx512 = {
 };
 const gk_gemm_kernel gk_gemm_u64_avx512 = {
     "avx512", GK_DT_U64, GK_ACC_U64, 14, 16, 168, 256, 1024,
-    gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_avx512_14x16_ukernel,
+    gk_gemm_pack_a_u64_avx512, gk_gemm_pack_b_u64_avx512, gk_gemm_u64_avx512_14x16_ukernel,
     gk_gemm_u64_avx512_epilogue_u,
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */

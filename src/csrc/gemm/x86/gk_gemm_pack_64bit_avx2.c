@@ -1,11 +1,12 @@
-/* float64 packers of the AVX2 float64 family (group avx2) for the operand layouts that
- * need a transpose: A' with rows contiguous along k (plain row-major A, cs == 8) and B'
- * with columns contiguous along k (transB, rs == 8).  Source lines (rows of A', columns
- * of B') are taken 4 at a time, up to 4 k each, transposed in registers (4 x 4), and
- * each k's values stored into the panel: 4 lanes, or the low 2 for a group of 2 (the
- * 6-row A panel's second group), so nothing is written past the panel.  Every other
- * layout goes to the generic packers (gk_gemm_pack.c).  Values are copied unchanged: the
- * panels are bit-identical to the generic packers'.
+/* 64-bit element packers of the AVX2 float64 and 64-bit integer families (group avx2)
+ * for the operand layouts that need a transpose: A' with rows contiguous along k (plain
+ * row-major A, cs == 8) and B' with columns contiguous along k (transB, rs == 8).
+ * Source lines (rows of A', columns of B') are taken 4 at a time, up to 4 k each,
+ * transposed in registers (4 x 4), and each k's values stored into the panel: 4 lanes,
+ * or the low 2 for a group of 2 (the 6-row A panel's second group), so nothing is
+ * written past the panel.  Every other layout goes to the generic packers
+ * (gk_gemm_pack.c).  Values are copied unchanged: the panels are bit-identical to the
+ * generic packers'.
  *
  * Loads are masked (vmaskmovpd: no fault on masked lanes) to the valid k of each line;
  * lines beyond the valid rows/columns are zero vectors, so padding lanes are zero. */
@@ -56,13 +57,13 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, double
     }
 }
 
-void gk_gemm_pack_a_f64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                             int kc, int mr, void *dst)
+static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                             int kc, int mr, void *dst, gk_gemm_pack_a_fn generic)
 {
     const char *base;
     double *d = (double *)dst;
     if (a->cs != 8 || mr % 2 != 0) {
-        gk_gemm_pack_a_f64(a, i0, k0, mc, kc, mr, dst);
+        generic(a, i0, k0, mc, kc, mr, dst);
         return;
     }
     base = a->p + i0 * a->rs + k0 * 8;
@@ -73,13 +74,13 @@ void gk_gemm_pack_a_f64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, i
     }
 }
 
-void gk_gemm_pack_b_f64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                             int nc, int nr, void *dst)
+static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                             int nc, int nr, void *dst, gk_gemm_pack_b_fn generic)
 {
     const char *base;
     double *d = (double *)dst;
     if (b->rs != 8 || nr % 2 != 0 || b->cs == 8) {
-        gk_gemm_pack_b_f64(b, k0, j0, kc, nc, nr, dst);
+        generic(b, k0, j0, kc, nc, nr, dst);
         return;
     }
     base = b->p + k0 * 8 + j0 * b->cs;
@@ -88,4 +89,27 @@ void gk_gemm_pack_b_f64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, i
         pack_lines(base + (ptrdiff_t)q0 * b->cs, b->cs, cols, kc, d, nr, nr);
         d += (ptrdiff_t)kc * nr;
     }
+}
+
+/* The bits are copied, never interpreted: one transposing packer serves the float and the
+ * integer family of this element size, each with its own generic fallback. */
+void gk_gemm_pack_a_f64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                               int kc, int mr, void *dst)
+{
+    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_f64);
+}
+void gk_gemm_pack_b_f64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                               int nc, int nr, void *dst)
+{
+    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_f64);
+}
+void gk_gemm_pack_a_u64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                               int kc, int mr, void *dst)
+{
+    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_u64);
+}
+void gk_gemm_pack_b_u64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                               int nc, int nr, void *dst)
+{
+    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_u64);
 }

@@ -1,11 +1,12 @@
-/* float32 packers of the AVX-512 float32 family (group avx512) for the operand layouts
- * that need a transpose: A' with rows contiguous along k (plain row-major A, cs == 4)
- * and B' with columns contiguous along k (transB, rs == 4).  Both become 16 x 16 register
- * transposes: 16 source lines (rows of A', columns of B') of up to 16 k each are loaded,
- * transposed, and each k's 16 values stored as one (masked) vector of the panel.  Every
- * other layout goes to the generic packers (gk_gemm_pack.c), which copy rows with memcpy
- * where the panel order already is the memory order.  The values are copied unchanged,
- * so the panels are bit-identical to the generic packers'.
+/* 32-bit element packers of the AVX-512 float32 and 32-bit integer families (group
+ * avx512) for the operand layouts that need a transpose: A' with rows contiguous along k
+ * (plain row-major A, cs == 4) and B' with columns contiguous along k (transB, rs == 4).
+ * Both become 16 x 16 register transposes: 16 source lines (rows of A', columns of B')
+ * of up to 16 k each are loaded, transposed, and each k's 16 values stored as one
+ * (masked) vector of the panel.  Every other layout goes to the generic packers
+ * (gk_gemm_pack.c), which copy rows with memcpy where the panel order already is the
+ * memory order.  The values are copied unchanged, so the panels are bit-identical to the
+ * generic packers'.
  *
  * Loads are masked to the valid k of each line (never past the caller's array); lines
  * beyond the valid rows/columns are zero vectors, so the panel's padding lanes are zero
@@ -62,13 +63,13 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float 
     }
 }
 
-void gk_gemm_pack_a_f32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst)
+static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                               int kc, int mr, void *dst, gk_gemm_pack_a_fn generic)
 {
     const char *base;
     float *d = (float *)dst;
     if (a->cs != 4 || mr > 16) {
-        gk_gemm_pack_a_f32(a, i0, k0, mc, kc, mr, dst);
+        generic(a, i0, k0, mc, kc, mr, dst);
         return;
     }
     base = a->p + i0 * a->rs + k0 * 4;
@@ -79,13 +80,13 @@ void gk_gemm_pack_a_f32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0,
     }
 }
 
-void gk_gemm_pack_b_f32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst)
+static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                               int nc, int nr, void *dst, gk_gemm_pack_b_fn generic)
 {
     const char *base;
     float *d = (float *)dst;
     if (b->rs != 4 || nr % 16 != 0 || b->cs == 4) {
-        gk_gemm_pack_b_f32(b, k0, j0, kc, nc, nr, dst);
+        generic(b, k0, j0, kc, nc, nr, dst);
         return;
     }
     base = b->p + k0 * 4 + j0 * b->cs;
@@ -97,4 +98,27 @@ void gk_gemm_pack_b_f32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0,
         }
         d += (ptrdiff_t)kc * nr;
     }
+}
+
+/* The bits are copied, never interpreted: one transposing packer serves the float and the
+ * integer family of this element size, each with its own generic fallback. */
+void gk_gemm_pack_a_f32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                               int kc, int mr, void *dst)
+{
+    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_f32);
+}
+void gk_gemm_pack_b_f32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                               int nc, int nr, void *dst)
+{
+    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_f32);
+}
+void gk_gemm_pack_a_u32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
+                               int kc, int mr, void *dst)
+{
+    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_u32);
+}
+void gk_gemm_pack_b_u32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
+                               int nc, int nr, void *dst)
+{
+    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_u32);
 }
