@@ -394,7 +394,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=0.5)
     ap.add_argument("--sizes", default=None, metavar="N,...",
-                    help="the n of the n^3 cases instead of the default ones")
+                    help="the n of the n^3 cases of every section instead of the default "
+                         "ones")
     ap.add_argument("--float-sizes", default=None, metavar="N|MxK,...",
                     help="cases of the float path section (n^3, or M x K x K); default "
                          "64,256,1024,2048,1x4096,16x4096 (--sizes given: those n)")
@@ -429,15 +430,15 @@ def main(argv=None):
     if args.float_only:
         return 0
     if not args.int_only:
-        hspec = args.half_sizes or ("256" if args.quick else "256,1024")
+        hspec = args.half_sizes or args.sizes or ("256" if args.quick else "256,1024")
         half_paths([int(v) for v in hspec.split(",")], args.budget)
     if args.half_only:
         return 0
-    ispec = args.int_sizes or ("256" if args.quick else "512,1024")
+    ispec = args.int_sizes or args.sizes or ("256" if args.quick else "512,1024")
     int_paths([int(v) for v in ispec.split(",")], args.budget)
     if args.int_only:
         return 0
-    float8_rows([256] if args.quick else [256, 1024], args.budget)
+    float8_rows(sizes if args.sizes else ([256] if args.quick else [256, 1024]), args.budget)
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "
            f"{'ort':>10s} {'ratio':>7s}")
     print(hdr)
