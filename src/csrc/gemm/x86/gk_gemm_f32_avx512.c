@@ -28,6 +28,7 @@
 #define GK_BCAST "vbroadcastss"
 #define GK_XOR "vpxord"
 #define GK_ZMM 1
+#define GK_EMB "%{1to16%}"
 #define GK_WITH_ROUNDED 1
 #define GK_VEC __m512
 #define GK_VLOAD(p) _mm512_loadu_ps(p)
