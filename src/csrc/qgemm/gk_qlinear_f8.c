@@ -42,6 +42,7 @@ typedef struct qside {
     const float *scale;
     ptrdiff_t scale_stride;
     int per_tensor;          /* zero point and scale the same everywhere: deq is used */
+    int f8_fmt;              /* float8 operand: its enum gk_fp8_format, else -1 */
     float deq[256];          /* per_tensor: (float(q) - float(zp)) * scale for each code */
 } qside;
 
@@ -55,6 +56,7 @@ static void qside_init(qside *s, int type, const uint8_t *zp, ptrdiff_t zp_strid
             s->int_value[v] = type == GK_QT_U8 ? (float)v : (float)(int8_t)(uint8_t)v;
         s->value = s->int_value;
     }
+    s->f8_fmt = is_f8(type) ? type - GK_QT_F8 : -1;
     s->zp = zp;
     s->zp_stride = zp_stride;
     s->scale = scale;
@@ -74,11 +76,14 @@ static float qside_zp(const qside *s, ptrdiff_t r)
     return s->zp ? s->value[s->zp[r * s->zp_stride]] : 0.0f;
 }
 
+#define GK_F8_CHUNK 256 /* float8 values decoded per codecs call */
+
 /* A' rows [i0, i0 + mc) x depth [k0, k0 + kc) -> mr-row float panels (gk_gemm.h layout). */
 static void pack_a_q(const gk_gemm_src *src, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc,
                      int mr, void *dst)
 {
     const qside *q = (const qside *)src->ctx;
+    const gk_codecs_kernel *codec = gk_codecs_active();
     const ptrdiff_t rs = src->rs, cs = src->cs;
     const uint8_t *base = (const uint8_t *)src->p + i0 * rs + k0 * cs;
     float *d = (float *)dst;
@@ -86,7 +91,19 @@ static void pack_a_q(const gk_gemm_src *src, ptrdiff_t i0, ptrdiff_t k0, int mc,
         const int rows = mc - p0 < mr ? mc - p0 : mr;
         for (int i = 0; i < rows; i++) {
             const uint8_t *row = base + (ptrdiff_t)(p0 + i) * rs;
-            if (q->per_tensor) {
+            if (q->f8_fmt >= 0 && cs == 1) {
+                /* a contiguous float8 row: decoded in bulk (SIMD), then the definition's
+                 * two float32 operations, the same ones deq[] holds */
+                const float z = qside_zp(q, i0 + p0 + i);
+                const float sc = q->scale[(i0 + p0 + i) * q->scale_stride];
+                float x[GK_F8_CHUNK];
+                for (int k1 = 0; k1 < kc; k1 += GK_F8_CHUNK) {
+                    const int w = kc - k1 < GK_F8_CHUNK ? kc - k1 : GK_F8_CHUNK;
+                    codec->fp8_to_f32_n(row + k1, x, (size_t)w, q->f8_fmt);
+                    for (int k = 0; k < w; k++)
+                        d[(ptrdiff_t)(k1 + k) * mr + i] = (x[k] - z) * sc;
+                }
+            } else if (q->per_tensor) {
                 for (int k = 0; k < kc; k++)
                     d[(ptrdiff_t)k * mr + i] = q->deq[row[(ptrdiff_t)k * cs]];
             } else {
@@ -109,12 +126,14 @@ static void pack_b_q(const gk_gemm_src *src, ptrdiff_t k0, ptrdiff_t j0, int kc,
                      int nr, void *dst)
 {
     const qside *q = (const qside *)src->ctx;
+    const gk_codecs_kernel *codec = gk_codecs_active();
     const ptrdiff_t rs = src->rs, cs = src->cs;
     const uint8_t *base = (const uint8_t *)src->p + k0 * rs + j0 * cs;
     float *d = (float *)dst;
     for (int q0 = 0; q0 < nc; q0 += nr) {
         const int cols = nc - q0 < nr ? nc - q0 : nr;
         float z[GK_F8_PACK_NR], sc[GK_F8_PACK_NR];
+        const float zt = q->zp ? q->value[q->zp[0]] : 0.0f, st = q->scale[0];
         if (!q->per_tensor && cols <= GK_F8_PACK_NR)
             for (int j = 0; j < cols; j++) {
                 z[j] = qside_zp(q, j0 + q0 + j);
@@ -125,7 +144,18 @@ static void pack_b_q(const gk_gemm_src *src, ptrdiff_t k0, ptrdiff_t j0, int kc,
         for (int k = 0; k < kc; k++) {
             const uint8_t *row = base + (ptrdiff_t)k * rs + (ptrdiff_t)q0 * cs;
             float *o = d + (ptrdiff_t)k * nr;
-            if (q->per_tensor) {
+            if (q->f8_fmt >= 0 && cs == 1 && cols <= GK_F8_PACK_NR) {
+                /* a contiguous float8 row piece: decoded in bulk (SIMD), then the
+                 * definition's two float32 operations (deq[]'s, per column) */
+                float x[GK_F8_PACK_NR];
+                codec->fp8_to_f32_n(row, x, (size_t)cols, q->f8_fmt);
+                if (q->per_tensor)
+                    for (int j = 0; j < cols; j++)
+                        o[j] = (x[j] - zt) * st;
+                else
+                    for (int j = 0; j < cols; j++)
+                        o[j] = (x[j] - z[j]) * sc[j];
+            } else if (q->per_tensor) {
                 for (int j = 0; j < cols; j++)
                     o[j] = q->deq[row[(ptrdiff_t)j * cs]];
             } else if (cols <= GK_F8_PACK_NR) {
