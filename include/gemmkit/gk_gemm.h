@@ -186,6 +186,9 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * size (each B element is read once per row panel; packing it would read it and write
  * it once), in K blocks of GK_GEMM_THIN_KC rows (one row panel) or twice that. */
 #define GK_GEMM_THIN_ROWS 32
+/* ... and in at most this many row panels (B' is read once per panel: a 2-row family,
+ * e.g. int64 on AVX2, packs B from 13 rows on). */
+#define GK_GEMM_THIN_MAX_PANELS 6
 /* The K block of the thin-A path (B' rows read side by side; see gk_gemm_driver.c). */
 #define GK_GEMM_THIN_KC 8
 

@@ -294,14 +294,15 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     }
     /* B' read in place when its columns are contiguous accumulator-typed elements
      * (float32 / float64 families serve only their own type): small calls, and thin A
-     * (at most GK_GEMM_THIN_ROWS rows) */
+     * (at most GK_GEMM_THIN_ROWS rows in at most GK_GEMM_THIN_MAX_PANELS row panels) */
     if (kern->ukernel_ldb != NULL && plan.acc_y != NULL && g->k > 0 && g->m > 0 &&
         g->n >= kern->nr && g->b_cs == (ptrdiff_t)acc_size(kern->acc) &&
         g->k <= INT_MAX && g->m <= INT_MAX) {
         int mc0, kc0, nc0;
         const int small = g->m <= GK_GEMM_SMALL_FLOPS / g->n &&
                           g->k <= GK_GEMM_SMALL_FLOPS / (g->m * g->n);
-        const int thin = g->m <= GK_GEMM_THIN_ROWS;
+        const int thin = g->m <= GK_GEMM_THIN_ROWS &&
+                         (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS;
         gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
         if (small)
             return run_inplace(kern, &plan, kc0);
