@@ -44,81 +44,34 @@ static inline void transpose16(__m512 r[16])
     }
 }
 
-/* Lines l < nlines (l < 16) start at src + l*ls bytes, element k at + k*4 bytes.  For
- * k < kc: dst[k*ld + l] = line l's element k, for l < width (lines >= nlines: 0). */
+/* Lines l < nlines start at src + l*ls bytes, element k at + k*4 bytes.  For k < kc:
+ * dst[k*ld + l] = line l's element k, for l < width (lines >= nlines: 0), in groups of
+ * 16 lines, stores masked to the group's width. */
 static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float *dst,
                        ptrdiff_t ld, int width)
 {
-    const __mmask16 wmask = (__mmask16)((1u << width) - 1u);
     __m512 r[16];
-    for (int k0 = 0; k0 < kc; k0 += 16) {
-        const int nk = kc - k0 < 16 ? kc - k0 : 16;
-        const __mmask16 kmask = (__mmask16)((1u << nk) - 1u);
-        for (int l = 0; l < 16; l++)
-            r[l] = l < nlines ? _mm512_maskz_loadu_ps(kmask, src + l * ls + (ptrdiff_t)k0 * 4)
-                              : _mm512_setzero_ps();
-        transpose16(r);
-        for (int kk = 0; kk < nk; kk++)
-            _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + kk) * ld, wmask, r[kk]);
-    }
-}
-
-static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst, gk_gemm_pack_a_fn generic)
-{
-    const char *base;
-    float *d = (float *)dst;
-    if (a->cs != 4 || mr > 16) {
-        generic(a, i0, k0, mc, kc, mr, dst);
-        return;
-    }
-    base = a->p + i0 * a->rs + k0 * 4;
-    for (int p0 = 0; p0 < mc; p0 += mr) {
-        const int rows = mc - p0 < mr ? mc - p0 : mr;
-        pack_lines(base + (ptrdiff_t)p0 * a->rs, a->rs, rows, kc, d, mr, mr);
-        d += (ptrdiff_t)kc * mr;
-    }
-}
-
-static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst, gk_gemm_pack_b_fn generic)
-{
-    const char *base;
-    float *d = (float *)dst;
-    if (b->rs != 4 || nr % 16 != 0 || b->cs == 4) {
-        generic(b, k0, j0, kc, nc, nr, dst);
-        return;
-    }
-    base = b->p + k0 * 4 + j0 * b->cs;
-    for (int q0 = 0; q0 < nc; q0 += nr) {
-        const int cols = nc - q0 < nr ? nc - q0 : nr;
-        for (int s = 0; s < nr; s += 16) {
-            const int lines = cols - s < 0 ? 0 : (cols - s < 16 ? cols - s : 16);
-            pack_lines(base + (ptrdiff_t)(q0 + s) * b->cs, b->cs, lines, kc, d + s, nr, 16);
+    for (int g = 0; g < width; g += 16) {
+        const int w = width - g < 16 ? width - g : 16;
+        const __mmask16 wmask = (__mmask16)((1u << w) - 1u);
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            const int nk = kc - k0 < 16 ? kc - k0 : 16;
+            const __mmask16 kmask = (__mmask16)((1u << nk) - 1u);
+            for (int l = 0; l < 16; l++)
+                r[l] = g + l < nlines
+                           ? _mm512_maskz_loadu_ps(kmask, src + (g + l) * ls + (ptrdiff_t)k0 * 4)
+                           : _mm512_setzero_ps();
+            transpose16(r);
+            for (int kk = 0; kk < nk; kk++)
+                _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + kk) * ld + g, wmask, r[kk]);
         }
-        d += (ptrdiff_t)kc * nr;
     }
 }
 
-/* The bits are copied, never interpreted: one transposing packer serves the float and the
- * integer family of this element size, each with its own generic fallback. */
-void gk_gemm_pack_a_f32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst)
-{
-    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_f32);
-}
-void gk_gemm_pack_b_f32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst)
-{
-    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_f32);
-}
-void gk_gemm_pack_a_u32_avx512(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst)
-{
-    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_u32);
-}
-void gk_gemm_pack_b_u32_avx512(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst)
-{
-    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_u32);
-}
+#define GK_TP_T float
+#define GK_TP_ES 4
+#define GK_TP_WIDTH_OK(w) 1
+#define GK_TP_FLT f32
+#define GK_TP_INT u32
+#define GK_TP_ISA avx512
+#include "gk_gemm_pack_transpose.inc"

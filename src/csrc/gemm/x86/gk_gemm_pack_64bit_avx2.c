@@ -57,59 +57,10 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, double
     }
 }
 
-static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                             int kc, int mr, void *dst, gk_gemm_pack_a_fn generic)
-{
-    const char *base;
-    double *d = (double *)dst;
-    if (a->cs != 8 || mr % 2 != 0) {
-        generic(a, i0, k0, mc, kc, mr, dst);
-        return;
-    }
-    base = a->p + i0 * a->rs + k0 * 8;
-    for (int p0 = 0; p0 < mc; p0 += mr) {
-        const int rows = mc - p0 < mr ? mc - p0 : mr;
-        pack_lines(base + (ptrdiff_t)p0 * a->rs, a->rs, rows, kc, d, mr, mr);
-        d += (ptrdiff_t)kc * mr;
-    }
-}
-
-static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                             int nc, int nr, void *dst, gk_gemm_pack_b_fn generic)
-{
-    const char *base;
-    double *d = (double *)dst;
-    if (b->rs != 8 || nr % 2 != 0 || b->cs == 8) {
-        generic(b, k0, j0, kc, nc, nr, dst);
-        return;
-    }
-    base = b->p + k0 * 8 + j0 * b->cs;
-    for (int q0 = 0; q0 < nc; q0 += nr) {
-        const int cols = nc - q0 < nr ? nc - q0 : nr;
-        pack_lines(base + (ptrdiff_t)q0 * b->cs, b->cs, cols, kc, d, nr, nr);
-        d += (ptrdiff_t)kc * nr;
-    }
-}
-
-/* The bits are copied, never interpreted: one transposing packer serves the float and the
- * integer family of this element size, each with its own generic fallback. */
-void gk_gemm_pack_a_f64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst)
-{
-    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_f64);
-}
-void gk_gemm_pack_b_f64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst)
-{
-    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_f64);
-}
-void gk_gemm_pack_a_u64_avx2(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc,
-                               int kc, int mr, void *dst)
-{
-    pack_a(a, i0, k0, mc, kc, mr, dst, gk_gemm_pack_a_u64);
-}
-void gk_gemm_pack_b_u64_avx2(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc,
-                               int nc, int nr, void *dst)
-{
-    pack_b(b, k0, j0, kc, nc, nr, dst, gk_gemm_pack_b_u64);
-}
+#define GK_TP_T double
+#define GK_TP_ES 8
+#define GK_TP_WIDTH_OK(w) ((w) % 2 == 0)
+#define GK_TP_FLT f64
+#define GK_TP_INT u64
+#define GK_TP_ISA avx2
+#include "gk_gemm_pack_transpose.inc"
