@@ -805,3 +805,31 @@ def test_threads_share_nothing():
     for t in ts:
         t.join()
     assert not errors
+
+
+def block_shapes(f):
+    """(M, N, K) problems around a Gemm family's tile and cache blocks (f: its
+    _core._gemm_family_info): full and edge tiles, K blocks of depth 1, past MC and NC."""
+    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
+    return [
+        (mr, nr, kc),                       # one full tile, one full K block
+        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides
+        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1
+        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
+        (mc + mr + 1, nr + 3, 5),           # past MC
+        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split
+        (mr + 1, nc + nr - 1, 9),           # past NC
+        (3, nc + 1, kc + 1),                # past NC, K split
+    ]
+
+
+def check_float_gemm(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
+    """gemm(...) has the right shape, dtype and layout and is within the float bound of
+    the float64 oracle (assert_float_close); returns Y."""
+    import gemmkit as gk
+    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
+    M = (A.T if ta else A).shape[0]
+    N = (B.T if tb else B).shape[1]
+    assert Y.shape == (M, N) and Y.dtype == A.dtype and Y.flags.c_contiguous
+    assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
+    return Y

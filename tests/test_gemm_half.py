@@ -19,7 +19,7 @@ import pytest
 
 import gemmkit as gk
 from gemmkit import _core
-from test_gemm import assert_float_close, float_oracle, problem, relayout
+from test_gemm import block_shapes, check_float_gemm, problem, relayout
 
 F16, BF16, F64 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float64)
 HALVES = [F16, BF16]
@@ -28,15 +28,6 @@ CSHAPES = ["none", "scalar", "1", "N", "1N", "M1", "11", "MN"]
 
 def _fam(dt):
     return _core._gemm_family_info(dt)
-
-
-def _check(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
-    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
-    M = (A.T if ta else A).shape[0]
-    N = (B.T if tb else B).shape[1]
-    assert Y.shape == (M, N) and Y.dtype == A.dtype and Y.flags.c_contiguous
-    assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
-    return Y
 
 
 def _bits(Y):
@@ -51,20 +42,6 @@ def _scalar_gemm(*args):
         return gk.gemm(*args)
     finally:
         _core._set_isa(cur)
-
-
-def _shapes(f):
-    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
-    return [
-        (mr, nr, kc),                       # one full tile, one full K block
-        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides
-        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1
-        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
-        (mc + mr + 1, nr + 3, 5),           # past MC
-        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split
-        (mr + 1, nc + nr - 1, 9),           # past NC
-        (3, nc + 1, kc + 1),                # past NC, K split
-    ]
 
 
 def _small_ints(shape, rng, lo=-8, hi=8):
@@ -98,18 +75,18 @@ def test_edges_1_to_17(isa, dt):
         for n in (1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33):
             k = (m * 7 + n) % 19 + 1
             A, B, C = problem(m, n, k, dt, m % 2, n % 2, "MN", rng)
-            _check(A, B, C, 1.5, -0.5, m % 2, n % 2)
+            check_float_gemm(A, B, C, 1.5, -0.5, m % 2, n % 2)
 
 
 @pytest.mark.parametrize("dt", HALVES, ids=str)
 def test_shapes_around_blocks(isa, dt):
     rng = np.random.default_rng(11)
     f = _fam(dt)
-    for i, (M, N, K) in enumerate(_shapes(f)):
+    for i, (M, N, K) in enumerate(block_shapes(f)):
         ta, tb = i % 2, (i // 2) % 2
         A, B, C = problem(M, N, K, dt, ta, tb, ["M1", "N", "MN", "scalar"][i % 4], rng)
-        _check(A, B, C, 0.75, -1.25, ta, tb)
-        _check(A, B, None, 1.0, 1.0, ta, tb)
+        check_float_gemm(A, B, C, 0.75, -1.25, ta, tb)
+        check_float_gemm(A, B, None, 1.0, 1.0, ta, tb)
 
 
 @pytest.mark.parametrize("dt", HALVES, ids=str)
@@ -122,7 +99,7 @@ def test_c_broadcasts_alpha_beta(isa, dt, cshape, beta):
             A, B, C = problem(M, N, K, dt, ta, tb, cshape, rng)
             if beta == 0.0 and C is not None:
                 C = np.full(C.shape, np.nan, dt)  # beta == 0: never read
-            _check(A, B, C, -0.375, beta, ta, tb)
+            check_float_gemm(A, B, C, -0.375, beta, ta, tb)
 
 
 def _c_views(C):
@@ -244,7 +221,7 @@ def test_nan_inf_propagate(isa, dt):
         B[2, 11] = -np.inf
         C[0, 0] = np.nan
         with np.errstate(all="ignore"):
-            Y = _check(A, B, C, 1.0, 1.0)
+            Y = check_float_gemm(A, B, C, 1.0, 1.0)
         assert np.isnan(Y[3].astype(F64)).all() and np.isnan(Y[0, 0].astype(F64))
         A2 = np.zeros((M, K), dt)
         A2[0, 0] = np.inf
@@ -283,7 +260,7 @@ def test_strided_inputs(isa, dt, kind):
             A2 = (A.T if ta else A).copy()
             B2 = (B.T if tb else B).copy()
             args = (relayout(A2, kind), relayout(B2, kind), relayout(C, kind), 2.0, 3.0, ta, tb)
-            Y = _check(*args)
+            Y = check_float_gemm(*args)
             np.testing.assert_array_equal(_bits(Y), _bits(Y0))
 
 
@@ -294,12 +271,12 @@ def test_zero_stride_and_reversed_views(isa, dt):
     B = np.broadcast_to(rng.uniform(-1, 1, (40, 1)).astype(dt), (40, 37))  # B[k, j] = b[k]
     C = np.broadcast_to(rng.uniform(-1, 1, (1, 37)).astype(dt), (33, 37))
     assert A.strides[0] == 0 and B.strides[1] == 0 and C.strides[0] == 0
-    _check(A, B, C, 2.0, 1.0)
-    _check(A.T, B.T, C, 2.0, 1.0, 1, 1)
+    check_float_gemm(A, B, C, 2.0, 1.0)
+    check_float_gemm(A.T, B.T, C, 2.0, 1.0, 1, 1)
     base = problem(60, 90, 1, dt, rng=rng)[0]
     Ar = base[55:2:-2, 85:5:-3]  # negative strides, offset into base
     Br = base[::2, 1:40][:Ar.shape[1]]
-    _check(Ar, Br, base[0, :Br.shape[1]], 1.0, -1.0)
+    check_float_gemm(Ar, Br, base[0, :Br.shape[1]], 1.0, -1.0)
 
 
 @pytest.mark.parametrize("dt", HALVES, ids=str)

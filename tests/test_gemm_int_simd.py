@@ -15,7 +15,7 @@ import pytest
 
 import gemmkit as gk
 from gemmkit import _core
-from test_gemm import int_oracle, problem, relayout
+from test_gemm import block_shapes, int_oracle, problem, relayout
 
 I32, U32, I64, U64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
 INTS = [I32, U32, I64, U64]
@@ -115,24 +115,10 @@ def test_every_tile_tail(isa, dt):
         check(A, B, C, -1, 1)
 
 
-def _shapes(f):
-    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
-    return [
-        (mr, nr, kc),                       # one full tile, one full K block
-        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides
-        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1
-        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
-        (mc + mr + 1, nr + 3, 5),           # past MC
-        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split
-        (mr + 1, nc + nr - 1, 9),           # past NC
-        (3, nc + 1, kc + 1),                # past NC, K split
-    ]
-
-
 @pytest.mark.parametrize("dt", INTS, ids=str)
 def test_shapes_around_blocks(isa, dt):
     rng = np.random.default_rng(11)
-    for i, (M, N, K) in enumerate(_shapes(_fam(dt))):
+    for i, (M, N, K) in enumerate(block_shapes(_fam(dt))):
         ta, tb = i % 2, (i // 2) % 2
         A, B, C = problem(M, N, K, dt, ta, tb, ["M1", "N", "MN", "scalar"][i % 4], rng)
         check(A, B, C, 7, -3, ta, tb)

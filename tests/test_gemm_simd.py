@@ -15,7 +15,7 @@ import pytest
 
 import gemmkit as gk
 from gemmkit import _core
-from test_gemm import assert_float_close, float_oracle, problem, seq_oracle
+from test_gemm import block_shapes, check_float_gemm, problem, seq_oracle
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -24,29 +24,6 @@ FLOATS = [F32, F64]
 
 def _fam(dt):
     return _core._gemm_family_info(dt)
-
-
-def _check(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
-    Y = gk.gemm(A, B, C, alpha, beta, ta, tb)
-    M = (A.T if ta else A).shape[0]
-    N = (B.T if tb else B).shape[1]
-    assert Y.shape == (M, N) and Y.dtype == A.dtype and Y.flags.c_contiguous
-    assert_float_close(Y, *float_oracle(A, B, C, alpha, beta, ta, tb))
-    return Y
-
-
-def _shapes(f):
-    mr, nr, mc, kc, nc = f["mr"], f["nr"], f["mc"], f["kc"], f["nc"]
-    return [
-        (mr, nr, kc),                       # one full tile, one full K block
-        (mr - 1, nr + 1, kc - 1),           # edge tiles on both sides
-        (mr + 1, nr - 1, kc + 1),           # second K block of depth 1
-        (2 * mr + 3, 2 * nr + 5, 2 * kc + 7),
-        (mc + mr + 1, nr + 3, 5),           # past MC
-        (mc + 1, 2 * nr + 1, kc + 3),       # past MC, K split
-        (mr + 1, nc + nr - 1, 9),           # past NC
-        (3, nc + 1, kc + 1),                # past NC, K split
-    ]
 
 
 def test_family_per_level(isa):
@@ -79,18 +56,18 @@ def test_edges_1_to_17(isa, dt):
         for n in (1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33):
             k = (m * 7 + n) % 19 + 1
             A, B, C = problem(m, n, k, dt, 0, 0, "MN", rng)
-            _check(A, B, C, 1.5, -0.5)
+            check_float_gemm(A, B, C, 1.5, -0.5)
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
 def test_shapes_around_blocks(isa, dt):
     rng = np.random.default_rng(11)
     f = _fam(dt)
-    for i, (M, N, K) in enumerate(_shapes(f)):
+    for i, (M, N, K) in enumerate(block_shapes(f)):
         ta, tb = i % 2, (i // 2) % 2
         A, B, C = problem(M, N, K, dt, ta, tb, ["M1", "N", "MN", "scalar"][i % 4], rng)
-        _check(A, B, C, 0.75, -1.25, ta, tb)
-        _check(A, B, None, 1.0, 1.0, ta, tb)  # identity epilogue (skipped)
+        check_float_gemm(A, B, C, 0.75, -1.25, ta, tb)
+        check_float_gemm(A, B, None, 1.0, 1.0, ta, tb)  # identity epilogue (skipped)
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
@@ -100,7 +77,7 @@ def test_c_broadcasts_alpha_beta(isa, dt, cshape, beta):
     rng = np.random.default_rng(3)
     for (M, N, K) in [(37, 45, 29), (100, 70, 300)]:
         A, B, C = problem(M, N, K, dt, 1, 0, cshape, rng)
-        _check(A, B, C, -0.375, beta, 1, 0)
+        check_float_gemm(A, B, C, -0.375, beta, 1, 0)
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
@@ -113,13 +90,13 @@ def test_small_calls_in_place_b(isa, dt):
                       (100, 100, 100), (128, 128, 128)]:
         for tb in (0, 1):
             A, B, C = problem(M, N, K, dt, 0, tb, "N", rng)
-            _check(A, B, C, 2.0, 0.5, 0, tb)
+            check_float_gemm(A, B, C, 2.0, 0.5, 0, tb)
         A, B, _ = problem(M, N, K, dt, 0, 0, "none", rng)
-        _check(A[::-1], B[::-1, ::-1].copy()[::-1, ::-1], None)
+        check_float_gemm(A[::-1], B[::-1, ::-1].copy()[::-1, ::-1], None)
         Bw = np.zeros((K, N + 3), dt)
         Bw[:, :N] = B
-        _check(A, Bw[:, :N], None)           # row stride != N
-        _check(A, B[::-1], None)             # negative row stride
+        check_float_gemm(A, Bw[:, :N], None)           # row stride != N
+        check_float_gemm(A, B[::-1], None)             # negative row stride
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
@@ -134,12 +111,12 @@ def test_thin_a_in_place_b(isa, dt):
         for (N, K) in [(nr, 3), (2 * nr + 5, 16 * 3 + 5), (3 * nr - 1, kc + 9)]:
             i = M + N + K
             A, B, C = problem(M, N, K, dt, 0, 0, ["none", "N", "MN", "M1"][i % 4], rng)
-            _check(A, B, C, 0.5, 1.5)
+            check_float_gemm(A, B, C, 0.5, 1.5)
     A, B, C = problem(3, 2 * nr + 1, 2 * kc + 1, dt, 0, 0, "MN", rng)
-    _check(A, B[::-1].copy()[::-1], C, 1.0, -1.0)     # negative B row stride
+    check_float_gemm(A, B[::-1].copy()[::-1], C, 1.0, -1.0)     # negative B row stride
     Bw = np.zeros((2 * kc + 1, 2 * nr + 4), dt)
     Bw[:, :2 * nr + 1] = B
-    _check(A, Bw[:, :2 * nr + 1], C, 1.0, -1.0)       # B row stride != N
+    check_float_gemm(A, Bw[:, :2 * nr + 1], C, 1.0, -1.0)       # B row stride != N
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
@@ -152,7 +129,7 @@ def test_nan_inf_propagate(isa, dt):
         B[2, 11] = -np.inf
         C[0, 0] = np.nan
         with np.errstate(all="ignore"):
-            Y = _check(A, B, C, 1.0, 1.0)  # same NaN-ness / infinities as the oracle
+            Y = check_float_gemm(A, B, C, 1.0, 1.0)  # same NaN-ness / infinities as the oracle
         assert np.isnan(Y[3]).all() and np.isnan(Y[0, 0])
         A2 = np.zeros((M, K), dt)
         A2[0, 0] = np.inf
@@ -170,7 +147,7 @@ def test_first_block_never_reads_y(isa, dt):
         junk = [np.full((M, N), np.nan, dt) for _ in range(4)]
         del junk
         A, B, _ = problem(M, N, K, dt, 0, 0, "none", rng)
-        Y = _check(A, B, None)
+        Y = check_float_gemm(A, B, None)
         assert np.isfinite(Y).all()
 
 
