@@ -50,7 +50,7 @@ def _small_ints(shape, rng, lo=-8, hi=8):
 
 def test_family_per_level(isa):
     """The most specific 16-bit family at or below the level runs: the widening x86
-    families from avx2 up; from avx512 up, bfloat16 runs the vdpbf16ps family (level
+    families from sse41 up (sse41: generic widening packers around the SSE float32 kernel); from avx512 up, bfloat16 runs the vdpbf16ps family (level
     avx512, isa "avx512bf16") where the CPU has AVX512_BF16."""
     levels = _core._levels()
     has_bf16dot = "avx512bf16" in gk.cpu_info()["features"]
@@ -58,7 +58,9 @@ def test_family_per_level(isa):
         f = _fam(dt)
         assert levels.index(f["level"]) <= levels.index(isa)
         above_avx512 = "avx512" in levels and levels.index(isa) >= levels.index("avx512")
-        if isa in ("avx2", "avxvnni"):
+        if isa == "sse41":
+            assert f["isa"] == "sse41" and f["level"] == "sse41", (isa, f)
+        elif isa in ("avx2", "avxvnni"):
             assert f["isa"] == "avx2", (isa, f)
         elif above_avx512:
             want = "avx512bf16" if (dt == BF16 and has_bf16dot) else "avx512"

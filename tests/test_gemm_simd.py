@@ -42,7 +42,9 @@ def test_family_per_level(isa):
         f = _fam(dt)
         assert f["isa"] == f["level"] and f["fallback"] is None
         assert levels.index(f["isa"]) <= levels.index(isa)
-        if isa in ("avx2", "avxvnni"):
+        if isa == "sse41":
+            assert f["isa"] == "sse41", (isa, f)
+        elif isa in ("avx2", "avxvnni"):
             assert f["isa"] == "avx2", (isa, f)
         elif isa in ("avx512", "avx512vnni", "amx"):
             assert f["isa"] == "avx512", (isa, f)

@@ -276,7 +276,13 @@ void gk_gemm_epilogue_i64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
 void gk_gemm_epilogue_u64(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, int cols, void *acc, ptrdiff_t ldacc);
 
 /* The x86 SIMD families (src/csrc/gemm/x86/gk_gemm_<type>_<isa>.c), present when their
- * ISA group was built (GK_HAVE_AVX2, GK_HAVE_AVX512). */
+ * ISA group was built (GK_HAVE_SSE41, GK_HAVE_AVX2, GK_HAVE_AVX512). */
+/* SSE (no FMA: mul, then add): float32/float64 sums equal the scalar oracle's bit for
+ * bit; float16/bfloat16 widen in the generic packers into the float32 kernel's panels. */
+extern const gk_gemm_kernel gk_gemm_f16_sse41;
+extern const gk_gemm_kernel gk_gemm_bf16_sse41;
+extern const gk_gemm_kernel gk_gemm_f32_sse41;
+extern const gk_gemm_kernel gk_gemm_f64_sse41;
 extern const gk_gemm_kernel gk_gemm_f32_avx2;
 extern const gk_gemm_kernel gk_gemm_f64_avx2;
 extern const gk_gemm_kernel gk_gemm_f32_avx512;

@@ -24,7 +24,8 @@
  *             outputs add one rounding to the output type; NaN references need NaN,
  *             infinite ones the same infinity.
  * A family's ukernel_rounded (products rounded before their adds) must give the scalar
- * oracle's (the row's last family's) output bit for bit.
+ * oracle's (the row's last family's) output bit for bit; so must the sse41 float families
+ * themselves (SSE has no FMA: mul, then add, in the oracle's k order).
  * The guard columns right of Y and the row below it must keep their fill, and a first K
  * block must not read Y (it starts filled with NaN / all-ones bytes).
  * Prints the families with their case counts and "N passed, N failed"; exits 1 on any
@@ -45,6 +46,7 @@ static const char *const dt_name[GK_DT_COUNT] = {"float16", "bfloat16", "float32
 static int fam_usable[GK_DT_COUNT][MAX_FAM];
 static long fam_cases[GK_DT_COUNT][MAX_FAM], fam_fail[GK_DT_COUNT][MAX_FAM];
 static long rounded_cases[GK_DT_COUNT][MAX_FAM];
+static long exact_cases[GK_DT_COUNT][MAX_FAM];
 static long n_pass, n_fail;
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -429,6 +431,19 @@ static void run_case(const spec *s)
                     }
                 }
             }
+        if (ok && fl && strcmp(kr->isa, "sse41") == 0 && gk_gemm_kernel_count(dt) > 1) {
+            /* no FMA at this level: every path (packed, B' in place) is the oracle's
+             * arithmetic, whatever the blocking */
+            for (size_t b = 0; ok && b < ybytes; b += es)
+                if (memcmp(y + b, y0 + b, es) != 0 &&
+                    !(isnan(getf(dt, y + b)) && isnan(getf(dt, y0 + b)))) {
+                    report(s, kr, "sse41 family differs from the oracle",
+                           (ptrdiff_t)(b / es) / ldy, (ptrdiff_t)(b / es) % ldy,
+                           getf(dt, y + b), getf(dt, y0 + b), 0);
+                    ok = 0;
+                }
+            exact_cases[dt][f]++;
+        }
         if (ok && kr->ukernel_rounded != NULL) {
             /* products rounded before their adds: the scalar oracle's result bit for bit
              * (QLinearMatMul's float8 path runs this kernel) */
@@ -580,9 +595,10 @@ int main(void)
                 printf("  %-9s %-8s not usable on this CPU: skipped\n", dt_name[dt], kr->isa);
                 continue;
             }
-            printf("  %-9s %-8s %2dx%-2d mc=%d kc=%d nc=%d%s: %ld cases, %s\n", dt_name[dt],
+            printf("  %-9s %-8s %2dx%-2d mc=%d kc=%d nc=%d%s%s: %ld cases, %s\n", dt_name[dt],
                    kr->isa, kr->mr, kr->nr, mc, kc, nc,
-                   rounded_cases[dt][f] ? " (+ukernel_rounded)" : "", fam_cases[dt][f],
+                   rounded_cases[dt][f] ? " (+ukernel_rounded)" : "",
+                   exact_cases[dt][f] ? " (bit-exact)" : "", fam_cases[dt][f],
                    fam_fail[dt][f] ? "FAILED" : "ok");
         }
     }

@@ -108,6 +108,11 @@ typedef struct {
 #else
 #define GK_GEMM_AVX2(fam)
 #endif
+#ifdef GK_HAVE_SSE41
+#define GK_GEMM_SSE41(fam) {&fam, L_SSE41},
+#else
+#define GK_GEMM_SSE41(fam)
+#endif
 #ifdef GK_HAVE_NEON
 #define GK_GEMM_NEON(fam) {&fam, L_NEON},
 #else
@@ -121,16 +126,20 @@ typedef struct {
 #endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_F16] = {GK_GEMM_AVX512(gk_gemm_f16_avx512) GK_GEMM_AVX2(gk_gemm_f16_avx2)
+                   GK_GEMM_SSE41(gk_gemm_f16_sse41)
                    GK_GEMM_NEON(gk_gemm_f16_neon)
                    {&gk_gemm_f16_scalar, L_SCALAR}},
     [GK_DT_BF16] = {GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
                     GK_GEMM_AVX512(gk_gemm_bf16_avx512) GK_GEMM_AVX2(gk_gemm_bf16_avx2)
+                    GK_GEMM_SSE41(gk_gemm_bf16_sse41)
                     GK_GEMM_NEON(gk_gemm_bf16_neon)
                     {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
+                   GK_GEMM_SSE41(gk_gemm_f32_sse41)
                    GK_GEMM_NEON(gk_gemm_f32_neon)
                    {&gk_gemm_f32_scalar, L_SCALAR}},
     [GK_DT_F64] = {GK_GEMM_AVX512(gk_gemm_f64_avx512) GK_GEMM_AVX2(gk_gemm_f64_avx2)
+                   GK_GEMM_SSE41(gk_gemm_f64_sse41)
                    GK_GEMM_NEON(gk_gemm_f64_neon)
                    {&gk_gemm_f64_scalar, L_SCALAR}},
     [GK_DT_I32] = {GK_GEMM_AVX512(gk_gemm_i32_avx512) GK_GEMM_AVX2(gk_gemm_i32_avx2)

@@ -1,6 +1,6 @@
-/* The float32 micro-kernels of the x86 float32 families (gk_gemm_f32_avx2.c,
- * gk_gemm_f32_avx512.c), with external linkage for the float16 / bfloat16 widening
- * families (gk_gemm_{f16,bf16}_{avx2,avx512}.c): those pack into the same standard float32
+/* The float32 micro-kernels of the x86 float32 families (gk_gemm_f32_sse41.c,
+ * gk_gemm_f32_avx2.c, gk_gemm_f32_avx512.c), with external linkage for the float16 /
+ * bfloat16 widening families (gk_gemm_{f16,bf16}_{sse41,avx2,avx512}.c): those pack into the same standard float32
  * panels and run these kernels unchanged (contract: gk_gemm_ukernel_fn in gk_gemm.h).
  * Each is defined in its family's file, built with that ISA group's flags; callers must
  * be in the same group (the dispatch only selects them where that group runs). */
@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* mul, then add: also the rounded kernel (the scalar oracle's sums bit for bit) */
+void gk_gemm_f32_sse41_6x8_ukernel_ext(int kc, const void *a_panel, const void *b_panel,
+                                       void *c, ptrdiff_t ldc, int mr_valid, int nr_valid,
+                                       int first);
 void gk_gemm_f32_avx2_6x16_ukernel_ext(int kc, const void *a_panel, const void *b_panel,
                                        void *c, ptrdiff_t ldc, int mr_valid, int nr_valid,
                                        int first);
