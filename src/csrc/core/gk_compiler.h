@@ -11,6 +11,7 @@
  *                      on x86-64); kernels keep an intrinsic loop for the other case
  *   GK_PREFETCH_W(p)   hint that the cache line at p will be written soon (no-op where
  *                      unknown; never faults, p need not be a valid address)
+ *   GK_PREFETCH_R(p)   the same for a line that will be read
  *   GK_GCC             1 for gcc itself (not clang, which also defines __GNUC__): the
  *                      asm k-loops work around gcc's register allocation only */
 #ifndef GEMMKIT_GK_COMPILER_H
@@ -22,8 +23,10 @@
 #define GK_PRAGMA(x) __pragma(x)
 #define GK_UNROLL(n)
 #define GK_PREFETCH_W(p) ((void)(p))
+#define GK_PREFETCH_R(p) ((void)(p))
 #elif defined(__GNUC__) || defined(__clang__)
 #define GK_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+#define GK_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #define GK_ALWAYS_INLINE static inline __attribute__((always_inline))
 #define GK_ALIGNED(n) __attribute__((aligned(n)))
 #define GK_PRAGMA(x) _Pragma(#x)
@@ -38,6 +41,7 @@
 #define GK_PRAGMA(x)
 #define GK_UNROLL(n)
 #define GK_PREFETCH_W(p) ((void)(p))
+#define GK_PREFETCH_R(p) ((void)(p))
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -211,7 +211,8 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
  * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at
  * M = 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).
  * Needs K > 0 and Y in the accumulator type. */
-static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc_max)
+static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc_max,
+                       int prefetch_b)
 {
     const ptrdiff_t M = g->m, N = g->n, K = g->k, esz = (ptrdiff_t)acc_size(kern->acc);
     const int mr = kern->mr, nr = kern->nr;
@@ -238,6 +239,14 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc
             const char *bsrc = jr < nfull ? g->b.p + pc * g->b.rs + jr * g->b.cs
                                           : bt;
             const ptrdiff_t ldb = jr < nfull ? g->b.rs : nr * esz;
+            /* B streaming from memory under several row panels: start the rows of the
+             * tile two ahead while this one computes (measured at M = 16, K = N = 4096:
+             * float32 1.0x -> 1.2x NumPy, float64 0.67x -> 0.88x; with one panel the
+             * hardware prefetchers do better alone) */
+            if (prefetch_b && jr + 3 * (ptrdiff_t)nr <= nfull)
+                for (int k = 0; k < kc; k++)
+                    for (ptrdiff_t o = 0; o < nr * esz; o += 64)
+                        GK_PREFETCH_R(bsrc + k * ldb + 2 * nr * esz + o);
             for (ptrdiff_t p = 0; p < panels; p++) {
                 const ptrdiff_t ir = p * mr;
                 const int rows = (int)min_pd(mr, M - ir);
@@ -305,10 +314,11 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
                          (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS;
         gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
         if (small)
-            return run_inplace(kern, &plan, kc0);
+            return run_inplace(kern, &plan, kc0, 0);
         if (thin)
             return run_inplace(kern, &plan,
-                               g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC);
+                               g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
+                               g->m > kern->mr);
     }
     return gk_gemm_drive(kern, &plan);
 }
