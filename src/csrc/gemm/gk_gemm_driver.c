@@ -199,17 +199,18 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
  * about what the product costs) and for thin A (few rows: each B element is used by so
  * few rows that packing it, a read and a write, costs more than reading it in place once
  * per row panel; at M = 32, K = N = 4096 float32, 6 panels of 6 rows (avx2) in place
- * measured 1.4x faster than packing).  Only full-width column tiles read B' (every element a tile reads is
- * B's); per K block, the column tail is packed into one panel and A into its row
- * panels (M is small here).  Loops: K blocks of the family's KC (the B tile of one block
- * stays in L1 while every row panel uses it), then column tiles, then row panels; each tile's sums continue in Y from block to block in increasing k, exactly
- * the blocked path's sums.  The epilogue finishes a tile after its last K block.
+ * measured 1.4x faster than packing).  Only full-width column tiles read B' (every
+ * element a tile reads is B's); per K block, the column tail is packed into one panel
+ * and A into its row panels (M is small here).  Loops: K blocks of the family's KC (the
+ * B tile of one block stays in L1 while every row panel uses it), then column tiles,
+ * then row panels; each tile's sums continue in Y from block to block in increasing k,
+ * exactly the blocked path's sums.  The epilogue finishes a tile after its last K block.
  * Block depth: the family's KC for small calls (B is in cache); for thin A, where B
  * streams from memory, GK_GEMM_THIN_KC rows (one row panel) or twice that (more panels:
  * more work per B row read): the tiles of one K block read that many B' rows side by
  * side, each row front to back, so the few streams stay prefetchable and within the TLB
- * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at
- * M = 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).
+ * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at M =
+ * 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).
  * Needs K > 0 and Y in the accumulator type. */
 static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc_max,
                        int prefetch_b)
@@ -307,14 +308,15 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     if (kern->ukernel_ldb != NULL && plan.acc_y != NULL && g->k > 0 && g->m > 0 &&
         g->n >= kern->nr && g->b_cs == (ptrdiff_t)acc_size(kern->acc) &&
         g->k <= INT_MAX && g->m <= INT_MAX) {
-        int mc0, kc0, nc0;
         const int small = g->m <= GK_GEMM_SMALL_FLOPS / g->n &&
                           g->k <= GK_GEMM_SMALL_FLOPS / (g->m * g->n);
         const int thin = g->m <= GK_GEMM_THIN_ROWS &&
                          (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS;
-        gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
-        if (small)
+        if (small) {
+            int mc0, kc0, nc0;
+            gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
             return run_inplace(kern, &plan, kc0, 0);
+        }
         if (thin)
             return run_inplace(kern, &plan,
                                g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
