@@ -361,6 +361,8 @@ def _build():
         include_dirs=["include", "src/csrc", numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         libraries=[] if sys.platform == "win32" else ["m"],
+        # the thread pool (src/csrc/core/gk_parallel.c): pthreads on POSIX, Win32 on Windows
+        extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
         # every C file, header, template and .pxi: a change anywhere rebuilds
         depends=(_rel("src/csrc/**/*.c") + _rel("src/csrc/**/*.h") + _rel("src/csrc/**/*.inc")
                  + _rel("include/gemmkit/*.h") + _rel("src/gemmkit/*.pxi")

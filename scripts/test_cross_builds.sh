@@ -175,12 +175,13 @@ build() {
         fail "$name: the kernel tests or the report do not compile (above)"
         return 1
     fi
-    local test_o=${OBJS[-3]} report_o=${OBJS[-2]} gemm_o=${OBJS[-1]}
+    local test_o=${OBJS[-3]} report_o=${OBJS[-2]} gemm_o=${OBJS[-1]} libs="-lm"
     OBJS=("${OBJS[@]:0:${#OBJS[@]}-3}")
+    [ -z "$exe" ] && libs="-lm -pthread" # the thread pool: pthreads on POSIX, Win32 on Windows
     # shellcheck disable=SC2086
-    if ! $link "$test_o" "${OBJS[@]}" -lm -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
-        ! $link "$gemm_o" "${OBJS[@]}" -lm -o "$out/test_gemm_kernels$exe" >>"$out/link.log" 2>&1 ||
-        ! $link "$report_o" "${OBJS[@]}" -lm -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
+    if ! $link "$test_o" "${OBJS[@]}" $libs -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
+        ! $link "$gemm_o" "${OBJS[@]}" $libs -o "$out/test_gemm_kernels$exe" >>"$out/link.log" 2>&1 ||
+        ! $link "$report_o" "${OBJS[@]}" $libs -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
         cat "$out/link.log"
         fail "$name: the kernel test does not link"
         return 1

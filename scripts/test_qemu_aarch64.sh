@@ -73,9 +73,9 @@ compile -- tests/c/test_gemm_kernels.c
 gemm_obj=${objs[-1]}
 unset 'objs[-1]'
 
-"$CC" -static -o "$BUILD/gk_isa_report" "$report_obj" "${objs[@]}" -lm
-"$CC" -static -o "$BUILD/test_qgemm_kernels" "$test_obj" "${objs[@]}" -lm
-"$CC" -static -o "$BUILD/test_gemm_kernels" "$gemm_obj" "${objs[@]}" -lm
+"$CC" -static -o "$BUILD/gk_isa_report" "$report_obj" "${objs[@]}" -lm -pthread
+"$CC" -static -o "$BUILD/test_qgemm_kernels" "$test_obj" "${objs[@]}" -lm -pthread
+"$CC" -static -o "$BUILD/test_gemm_kernels" "$gemm_obj" "${objs[@]}" -lm -pthread
 # the Gemm types with a NEON family (declared in gk_gemm.h): each must run under both CPUs
 neon_gemm=$(grep -c '^extern const gk_gemm_kernel gk_gemm_[a-z0-9]*_neon;' include/gemmkit/gk_gemm.h || true)
 

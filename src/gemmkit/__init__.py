@@ -7,11 +7,15 @@ QLinearMatMul and Gemm, as NumPy-style functions.
     gemmkit.gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1)
     gemmkit.cast(x, dtype, saturate=True, out=None)    # float32/64/16, bfloat16, float8
     gemmkit.cpu_info()
+    gemmkit.set_num_threads(n), gemmkit.get_num_threads(), with gemmkit.threads(n): ...
 
-Positional order is the ONNX input order.  GEMMKIT_ISA caps every engine at an ISA level.
+Positional order is the ONNX input order.  GEMMKIT_ISA caps every engine at an ISA level;
+GEMMKIT_NUM_THREADS (else OMP_NUM_THREADS, else the usable CPUs) sets the threads.
 """
 __version__ = "0.1.0"
 
 from ._core import cast, cpu_info, gemm, matmul_integer, qlinear_matmul
+from ._threads import get_num_threads, set_num_threads, threads
 
-__all__ = ["matmul_integer", "qlinear_matmul", "gemm", "cast", "cpu_info", "__version__"]
+__all__ = ["matmul_integer", "qlinear_matmul", "gemm", "cast", "cpu_info", "set_num_threads",
+           "get_num_threads", "threads", "__version__"]

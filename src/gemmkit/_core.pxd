@@ -205,3 +205,16 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
     const gk_codecs_kernel *gk_codecs_active()
     int gk_gemm_kernel_level(const gk_gemm_kernel *kern)
     int gk_codecs_kernel_count()
+
+
+cdef extern from "gemmkit/gk_parallel.h" nogil:
+    enum:
+        GK_MAX_THREADS
+    int gk_parallel_threads()
+    void gk_parallel_set_threads(int n)
+    int gk_parallel_get_threads()
+    void gk_parallel_set_local(int n)
+    int gk_parallel_get_local()
+    int gk_parallel_pool_size()
+    int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
+                         int threads, int rows_too, int *tm, int *tn)

@@ -1,4 +1,4 @@
-# Dispatch report and override: GEMMKIT_ISA (read once at import), GEMMKIT_NUM_THREADS.
+# Dispatch report and override: GEMMKIT_ISA (read once at import).
 import os as _os
 
 # Gemm element types in cpu_info()'s report (the order of enum gk_gemm_dtype).
@@ -69,20 +69,6 @@ def _engines():
     }
 
 
-def _read_num_threads():
-    v = _os.environ.get("GEMMKIT_NUM_THREADS", "1").strip() or "1"
-    try:
-        n = int(v)
-    except ValueError:
-        raise ValueError(f"GEMMKIT_NUM_THREADS={v!r} is not an integer") from None
-    if n < 1:
-        raise ValueError(f"GEMMKIT_NUM_THREADS={v!r} must be >= 1")
-    return n
-
-
-_num_threads_requested = _read_num_threads()
-
-
 def cpu_info():
     """What gemmkit detected and uses.
 
@@ -94,9 +80,13 @@ def cpu_info():
     first), ``compiled`` (levels some engine has a family for in this binary),
     ``features`` (CPU features detected, with OS support checked), ``caches`` (bytes of
     one core's L1 data and L2 caches and of the L3, as the CPU reports them through CPUID;
-    they size the kernels' cache blocks; 0 where it reports none, e.g. on ARM64), ``num_threads``
-    (threads used per call; GEMMKIT_NUM_THREADS is read, multi-threading is not
-    implemented yet so this is 1) and ``num_threads_requested``."""
+    they size the kernels' cache blocks; 0 where it reports none, e.g. on ARM64), and the
+    thread settings: ``num_threads`` (threads a call from this Python thread may use, see
+    ``gemmkit.get_num_threads``), ``num_threads_process`` (the process setting),
+    ``num_threads_source`` (where the process setting came from at import:
+    ``GEMMKIT_NUM_THREADS``, ``OMP_NUM_THREADS`` or ``cpus``, the CPUs this process may
+    use), ``usable_cpus`` (its affinity mask, capped by a cgroup CPU quota) and
+    ``pool_threads`` (pool workers alive now)."""
     cdef const char *names[32]
     cdef int n = gk_cpu_feature_names(names, 32)
     cdef const gk_cpu_cache_sizes *c = gk_cpu_caches()
@@ -107,9 +97,13 @@ def cpu_info():
         "compiled": _compiled_isas(),
         "features": [names[i].decode() for i in range(n)],
         "caches": {"l1d": c.l1d, "l2": c.l2, "l3": c.l3},
-        "num_threads": 1,
-        "num_threads_requested": _num_threads_requested,
+        **_threads_info(),
     }
+
+
+def _threads_info():
+    from gemmkit import _threads
+    return _threads._info()
 
 
 _env_isa = _os.environ.get("GEMMKIT_ISA", "").strip()

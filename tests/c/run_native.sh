@@ -50,10 +50,10 @@ for s in $BASELINE; do  # every baseline file: kernels may reference drivers/pac
     OBJS+=("$o")
 done
 for p in "${PIDS[@]}"; do wait "$p"; done # set -e: any failed compile stops here
-$CC $BASE tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm -o "$B/test_qgemm_kernels"
-$CC $BASE tests/c/test_gemm_kernels.c "${OBJS[@]}" -lm -o "$B/test_gemm_kernels"
+$CC $BASE tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm -pthread -o "$B/test_qgemm_kernels"
+$CC $BASE tests/c/test_gemm_kernels.c "${OBJS[@]}" -lm -pthread -o "$B/test_gemm_kernels"
 if [ "${1:-}" = bench ] || [ "${1:-}" = build ]; then
-    $CC $BASE benchmarks/c/bench_qgemm_kernels.c benchmarks/c/bench_peak_x86.c "${OBJS[@]}" -lm \
+    $CC $BASE benchmarks/c/bench_qgemm_kernels.c benchmarks/c/bench_peak_x86.c "${OBJS[@]}" -lm -pthread \
         -o "$B/bench_qgemm_kernels"
 fi
 case "${1:-}" in

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gemmkit/gk_codecs.h"
+#include "gemmkit/gk_parallel.h"
 
 /* Elements per pass through the stack buffers: 1024 * 8 bytes * 2 + 4 KB = 20 KB of stack,
  * big enough that the per-call overhead of the family's loops is amortised. */
@@ -224,9 +225,50 @@ static void gk_cast_row(const gk_codecs_kernel *k, const gk_cast_args *a, const 
 
 static ptrdiff_t gk_absd(ptrdiff_t v) { return v < 0 ? -v : v; }
 
+/* Elements per thread below which a cast stays on fewer threads (a thread must pay for
+ * its wake-up: these loops move a few GB/s). */
+#define GK_CAST_PAR_MIN ((double)(1 << 17))
+
+/* A cast of nd (normalized) axes split into `parts` runs of the flattened element order,
+ * each a multiple of 64 elements long but the last (no two threads write one cache line
+ * of a contiguous destination). */
+typedef struct cast_job {
+    const gk_codecs_kernel *k;
+    const gk_cast_args *a;
+    int nd, parts;
+    ptrdiff_t total;
+    ptrdiff_t shape[GK_CAST_MAXD], sst[GK_CAST_MAXD], dst[GK_CAST_MAXD];
+} cast_job;
+
+static void cast_task(void *ctx, ptrdiff_t t, int worker)
+{
+    const cast_job *j = (const cast_job *)ctx;
+    const ptrdiff_t L = j->shape[j->nd - 1];
+    ptrdiff_t e0 = (ptrdiff_t)((double)j->total * (double)t / j->parts) / 64 * 64;
+    ptrdiff_t e1 = t + 1 == j->parts ? j->total
+                                     : (ptrdiff_t)((double)j->total * (double)(t + 1) / j->parts) / 64 * 64;
+    (void)worker;
+    while (e0 < e1) {
+        /* row e0 / L of the outer axes, from its index */
+        ptrdiff_t r = e0 / L, c = e0 - e0 / L * L, n = L - c;
+        const char *s = (const char *)j->a->src + c * j->sst[j->nd - 1];
+        char *d = (char *)j->a->dst + c * j->dst[j->nd - 1];
+        for (int i = j->nd - 2; i >= 0; i--) {
+            const ptrdiff_t ix = r % j->shape[i];
+            r /= j->shape[i];
+            s += ix * j->sst[i];
+            d += ix * j->dst[i];
+        }
+        if (n > e1 - e0)
+            n = e1 - e0;
+        gk_cast_row(j->k, j->a, s, j->sst[j->nd - 1], d, j->dst[j->nd - 1], (size_t)n);
+        e0 += n;
+    }
+}
+
 void gk_cast_run(const gk_codecs_kernel *k, const gk_cast_args *a)
 {
-    ptrdiff_t shape[GK_CAST_MAXD], sst[GK_CAST_MAXD], dst[GK_CAST_MAXD], idx[GK_CAST_MAXD];
+    ptrdiff_t shape[GK_CAST_MAXD], sst[GK_CAST_MAXD], dst[GK_CAST_MAXD];
     int nd = 0, i, j;
     const char *s;
     char *d;
@@ -278,21 +320,26 @@ void gk_cast_run(const gk_codecs_kernel *k, const gk_cast_args *a)
                     (ptrdiff_t)gk_cast_size[a->dst_type], 1);
         return;
     }
-    /* odometer over the outer axes; the innermost one is a row */
-    for (i = 0; i < nd; i++)
-        idx[i] = 0;
-    for (;;) {
-        gk_cast_row(k, a, s, sst[nd - 1], d, dst[nd - 1], (size_t)shape[nd - 1]);
-        for (i = nd - 2; i >= 0; i--) {
-            s += sst[i];
-            d += dst[i];
-            if (++idx[i] < shape[i])
-                break;
-            s -= sst[i] * shape[i];
-            d -= dst[i] * shape[i];
-            idx[i] = 0;
+    {
+        cast_job job;
+        ptrdiff_t total = 1;
+        int threads;
+        for (i = 0; i < nd; i++) {
+            job.shape[i] = shape[i];
+            job.sst[i] = sst[i];
+            job.dst[i] = dst[i];
+            total *= shape[i]; /* <= the array's element count */
         }
-        if (i < 0)
-            return;
+        job.nd = nd;
+        job.k = k;
+        job.a = a;
+        job.total = total;
+        threads = gk_parallel_threads();
+        if ((double)total < GK_CAST_PAR_MIN * (double)threads)
+            threads = (int)((double)total / GK_CAST_PAR_MIN);
+        if (threads < 1)
+            threads = 1;
+        job.parts = threads;
+        gk_parallel_run(threads, threads, cast_task, &job);
     }
 }

@@ -18,6 +18,7 @@
 
 #include "gemmkit/gk_dispatch.h"
 #include "gemmkit/gk_gemm.h"
+#include "gemmkit/gk_parallel.h"
 #include "core/gk_alloc.h"
 #include "core/gk_compiler.h"
 
@@ -82,19 +83,23 @@ void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
     }
 }
 
-int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
+/* The rows [m0, m1) and columns [n0, n1) of the plan's output: one thread's part (the
+ * whole output on one thread).  Every index the packers, the epilogue and Y see is the
+ * plan's own; only the stripe workspace is indexed from (m0, n0). */
+typedef struct gk_range {
+    ptrdiff_t m0, m1, n0, n1;
+} gk_range;
+
+static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
 {
-    const ptrdiff_t M = g->m, N = g->n, K = g->k;
+    const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
     size_t esz, a_bytes, b_bytes, ws_bytes, total;
     ptrdiff_t mr, nr, MC, KC, NC;
     int split_k;
     char *raw, *ap, *bp, *ws;
 
-    if (kern == NULL || M < 0 || N < 0 || K < 0 || kern->mr < 1 || kern->nr < 1)
-        return GK_GEMM_EINVAL;
-    if (M == 0 || N == 0)
+    if (M <= 0 || N <= 0)
         return GK_GEMM_OK;
-
     esz = acc_size(kern->acc);
     mr = kern->mr;
     nr = kern->nr;
@@ -107,7 +112,9 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
     }
     /* Blocks never exceed the problem (rounded to the tile), so small calls allocate
      * little.  KC is at least 1 so that K == 0 still runs one (empty) K block: the
-     * kernel's first-block flag zeroes the tile and the epilogue carries beta*C. */
+     * kernel's first-block flag zeroes the tile and the epilogue carries beta*C.  KC
+     * depends on K and the family only, so every part of a split call (and every thread
+     * count) blocks K alike: the sums are the same. */
     MC = min_pd(MC, round_up(M, mr));
     NC = min_pd(NC, round_up(N, nr));
     KC = K == 0 ? 1 : min_pd(KC, K);
@@ -137,16 +144,16 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
     bp = ap + gk_round64(a_bytes);
     ws = bp + gk_round64(b_bytes);
 
-    for (ptrdiff_t jc = 0; jc < N; jc += NC) {
-        const int nc = (int)min_pd(NC, N - jc);
+    for (ptrdiff_t jc = r->n0; jc < r->n1; jc += NC) {
+        const int nc = (int)min_pd(NC, r->n1 - jc);
         ptrdiff_t pc = 0;
         do {
             const int kc = (int)min_pd(KC, K - pc); /* 0 only when K == 0 */
             const int first = pc == 0, last = pc + kc >= K;
             if (kc > 0)
                 g->pack_b(&g->b, pc, jc, kc, nc, (int)nr, bp);
-            for (ptrdiff_t ic = 0; ic < M; ic += MC) {
-                const int mc = (int)min_pd(MC, M - ic);
+            for (ptrdiff_t ic = r->m0; ic < r->m1; ic += MC) {
+                const int mc = (int)min_pd(MC, r->m1 - ic);
                 if (kc > 0)
                     g->pack_a(&g->a, ic, pc, mc, kc, (int)mr, ap);
                 for (int jr = 0; jr < nc; jr += (int)nr) {
@@ -155,8 +162,8 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
                         const int rows = (int)min_pd(mr, mc - ir);
                         const ptrdiff_t m0 = ic + ir, n0 = jc + jr;
                         /* the tile's running sums: in Y (global columns), in the
-                         * stripe workspace (columns relative to the stripe), or in the
-                         * one-tile workspace */
+                         * stripe workspace (rows and columns relative to the part and
+                         * stripe), or in the one-tile workspace */
                         char *c;
                         ptrdiff_t ldc;
                         if (g->acc_y != NULL) {
@@ -164,7 +171,7 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
                             c = (char *)g->acc_y + (m0 * ldc + n0) * (ptrdiff_t)esz;
                         } else if (split_k) {
                             ldc = NC;
-                            c = ws + (m0 * ldc + jr) * (ptrdiff_t)esz;
+                            c = ws + ((m0 - r->m0) * ldc + jr) * (ptrdiff_t)esz;
                         } else {
                             ldc = nr;
                             c = ws;
@@ -176,9 +183,9 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
                         if (ir + mr < mc && (g->acc_y != NULL || split_k)) {
                             const int nrows = (int)min_pd(mr, mc - ir - mr);
                             const char *cn = c + mr * ldc * (ptrdiff_t)esz;
-                            for (int r = 0; r < nrows; r++)
+                            for (int rr = 0; rr < nrows; rr++)
                                 for (ptrdiff_t o = 0; o < cols * (ptrdiff_t)esz; o += 64)
-                                    GK_PREFETCH_W(cn + r * ldc * (ptrdiff_t)esz + o);
+                                    GK_PREFETCH_W(cn + rr * ldc * (ptrdiff_t)esz + o);
                         }
                         kern->ukernel(kc, ap + (size_t)ir * (size_t)kc * esz,
                                       bp + (size_t)jr * (size_t)kc * esz, c, ldc, rows, cols,
@@ -212,17 +219,20 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
  * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at M =
  * 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).
  * Needs K > 0 and Y in the accumulator type. */
-static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc_max,
-                       int prefetch_b)
+static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r,
+                       int kc_max, int prefetch_b)
 {
-    const ptrdiff_t M = g->m, N = g->n, K = g->k, esz = (ptrdiff_t)acc_size(kern->acc);
+    const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
+    const ptrdiff_t esz = (ptrdiff_t)acc_size(kern->acc);
     const int mr = kern->mr, nr = kern->nr;
-    const ptrdiff_t ntail = N % nr, nfull = N - ntail, panels = (M + mr - 1) / mr;
+    const ptrdiff_t ntail = N % nr, nfull = r->n1 - ntail, panels = (M + mr - 1) / mr;
     const ptrdiff_t KC = min_pd(kc_max, K);
     /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
     const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
     char *raw, *ap, *bt, *y = (char *)g->acc_y;
     const ptrdiff_t ldy = g->ld_acc_y;
+    if (M <= 0 || N <= 0)
+        return GK_GEMM_OK;
     raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) +
                                    (ntail ? (size_t)nr * (size_t)KC * (size_t)esz : 0));
     if (raw == NULL)
@@ -231,11 +241,11 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc
     bt = raw + gk_round64(a_bytes);
     for (ptrdiff_t pc = 0; pc < K; pc += KC) {
         const int kc = (int)min_pd(KC, K - pc), first = pc == 0, last = pc + kc >= K;
-        g->pack_a(&g->a, 0, pc, (int)M, kc, mr, ap);
+        g->pack_a(&g->a, r->m0, pc, (int)M, kc, mr, ap);
         if (ntail)
             g->pack_b(&g->b, pc, nfull, kc, (int)ntail, nr, bt);
-        for (ptrdiff_t jr = 0; jr < N; jr += nr) {
-            const int cols = (int)min_pd(nr, N - jr);
+        for (ptrdiff_t jr = r->n0; jr < r->n1; jr += nr) {
+            const int cols = (int)min_pd(nr, r->n1 - jr);
             /* the tile's B: B' itself, or the packed tail panel (row stride nr) */
             const char *bsrc = jr < nfull ? g->b.p + pc * g->b.rs + jr * g->b.cs
                                           : bt;
@@ -249,8 +259,8 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc
                     for (ptrdiff_t o = 0; o < nr * esz; o += 64)
                         GK_PREFETCH_R(bsrc + k * ldb + 2 * nr * esz + o);
             for (ptrdiff_t p = 0; p < panels; p++) {
-                const ptrdiff_t ir = p * mr;
-                const int rows = (int)min_pd(mr, M - ir);
+                const ptrdiff_t ir = r->m0 + p * mr;
+                const int rows = (int)min_pd(mr, r->m1 - ir);
                 char *c = y + (ir * ldy + jr) * esz;
                 kern->ukernel_ldb(kc, ap + p * mr * kc * esz, bsrc, ldb, c, ldy,
                                   rows, cols, first);
@@ -261,6 +271,78 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int kc
     }
     gk_aligned_free(raw);
     return GK_GEMM_OK;
+}
+
+/* ---- threads ---------------------------------------------------------------------------
+ * A call splits its output into a grid of tm x tn parts (gk_parallel_grid: edges on
+ * whole mr x nr tiles, never K), each run by one task with the serial loops above; every
+ * output's sums are the same for any grid, so results do not depend on the thread
+ * count.  Each part packs its own blocks of A and B. */
+enum { RUN_DRIVE = 0, RUN_INPLACE };
+
+typedef struct par_job {
+    const gk_gemm_kernel *kern;
+    const gk_gemm_plan *g;
+    int how, kc_max, prefetch_b;
+    int tm, tn;
+    volatile int status; /* first failure wins; GK_GEMM_OK otherwise */
+} par_job;
+
+static int run_part(const par_job *j, const gk_range *r)
+{
+    return j->how == RUN_INPLACE ? run_inplace(j->kern, j->g, r, j->kc_max, j->prefetch_b)
+                                 : drive_range(j->kern, j->g, r);
+}
+
+static void par_task(void *ctx, ptrdiff_t t, int worker)
+{
+    par_job *j = (par_job *)ctx;
+    gk_range r;
+    int rc;
+    (void)worker;
+    gk_parallel_grid_part(j->g->m, j->g->n, j->kern->mr, j->kern->nr, j->tm, j->tn, t,
+                          &r.m0, &r.m1, &r.n0, &r.n1);
+    rc = run_part(j, &r);
+    if (rc != GK_GEMM_OK)
+        j->status = rc;
+}
+
+/* Multiply-adds per thread below which a call stays on fewer threads: waking a sleeping
+ * worker costs some 10-50 us, and a thread's share must pay for it (measured: TODO). */
+static double min_macs_per_thread(int acc)
+{
+    return acc == GK_ACC_F64 || acc == GK_ACC_U64 ? (double)(1 << 19) : (double)(1 << 20);
+}
+
+static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how, int kc_max,
+                     int prefetch_b, int rows_too)
+{
+    par_job j;
+    int threads;
+    j.kern = kern;
+    j.g = g;
+    j.how = how;
+    j.kc_max = kc_max;
+    j.prefetch_b = prefetch_b;
+    j.status = GK_GEMM_OK;
+    threads = gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
+                               min_macs_per_thread(kern->acc), gk_parallel_threads(),
+                               rows_too, &j.tm, &j.tn);
+    if (threads <= 1) {
+        const gk_range all = {0, g->m, 0, g->n};
+        return run_part(&j, &all);
+    }
+    gk_parallel_run((ptrdiff_t)j.tm * j.tn, threads, par_task, &j);
+    return j.status;
+}
+
+int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
+{
+    if (kern == NULL || g->m < 0 || g->n < 0 || g->k < 0 || kern->mr < 1 || kern->nr < 1)
+        return GK_GEMM_EINVAL;
+    if (g->m == 0 || g->n == 0)
+        return GK_GEMM_OK;
+    return run_split(kern, g, RUN_DRIVE, 0, 0, 1);
 }
 
 int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
@@ -315,12 +397,12 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
         if (small) {
             int mc0, kc0, nc0;
             gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
-            return run_inplace(kern, &plan, kc0, 0);
+            return run_split(kern, &plan, RUN_INPLACE, kc0, 0, 1);
         }
-        if (thin)
-            return run_inplace(kern, &plan,
-                               g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
-                               g->m > kern->mr);
+        if (thin) /* columns only: every part reads all (few) rows */
+            return run_split(kern, &plan, RUN_INPLACE,
+                             g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
+                             g->m > kern->mr, 0);
     }
     return gk_gemm_drive(kern, &plan);
 }

@@ -108,6 +108,8 @@ static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 }
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                     bcache *bc, int *rc);
 
 /* ---- blocking ----------------------------------------------------------------------- */
 
@@ -190,6 +192,42 @@ static void add_sums(int32_t *tot, const int32_t *blk, int n)
         tot[i] = (int32_t)((uint32_t)tot[i] + (uint32_t)blk[i]);
 }
 
+/* B packed whole into bc: depth block after depth block, each in nr-column panels;
+ * block pc (every earlier one kbp deep) starts at np_all * pc, and its block jc (a
+ * multiple of nr) at panel jc / nr, where packing block by block puts it.  The column
+ * sums of every block are added up in bc->colsum.  Returns 0, or -1 without memory. */
+static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc)
+{
+    const int N = p->n, K = p->k;
+    const uint8_t b_xor = p->b_signed ? 0 : 0x80;
+    const size_t np_all = round_up((size_t)N, (size_t)kern->nr);
+    int kcb, nblk;
+    int32_t *blk = NULL;
+    k_blocks(kern, K, &kcb, &nblk);
+    if (nblk > 1 && (blk = (int32_t *)gk_aligned_alloc((size_t)N * 4)) == NULL)
+        return -1;
+    for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
+        const int kcur = K - pc < kcb ? K - pc : kcb;
+        kern->pack_b(kcur, N, p->b + (ptrdiff_t)pc * p->b_rs, p->b_rs, p->b_cs, b_xor,
+                     bc->mem + np_all * (size_t)pc * kern->b_elem_bytes,
+                     b == 0 ? bc->colsum : blk);
+        if (b > 0)
+            add_sums(bc->colsum, blk, N);
+    }
+    gk_aligned_free(blk);
+    bc->b = p->b;
+    return 0;
+}
+
+/* Bytes of B packed whole for bcache (panels, then N column sums): 0 past
+ * GK_QBCACHE_MAX_BYTES. */
+static size_t bcache_bytes(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+{
+    const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
+    const size_t bytes = gk_round64(round_up((size_t)p->n, kern->nr) * kp * kern->b_elem_bytes);
+    return bytes <= GK_QBCACHE_MAX_BYTES ? bytes : 0;
+}
+
 /* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
  * packed into bc when given (and not there yet), else block by block.
  *
@@ -202,13 +240,16 @@ static void add_sums(int32_t *tot, const int32_t *blk, int n)
  * sums (pack_b) of the blocks are added up, so the last block's epilogue sees the
  * whole depth's. */
 static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
-                   bcache *bc)
+                   bcache *bc, int may_split)
 {
     const int M = p->m, N = p->n, K = p->k;
+    int split_rc;
     if (M <= 0 || N <= 0)
         return 0;
     if (K > GK_QGEMM_KCHUNK)
         return run_k_chunked(kern, p); /* rm is NULL: deep batches are never folded */
+    if (may_split && split_run(kern, p, rm, bc, &split_rc))
+        return split_rc;
     const rowmap one = {M, 0, 0, 0, 0, 0, 0};
     if (!rm)
         rm = &one;
@@ -238,9 +279,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int use_part_scratch = requant && nblk > 1;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
     const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kbp * kern->b_elem_bytes;
-    /* column sums: the block being packed + the running total (nc each); a cache being
-     * filled needs N for one block's */
-    const size_t colsums = use_smallm ? 0 : cached ? (nblk > 1 ? (size_t)N : 0) : 2 * nc;
+    /* column sums: the block being packed + the running total (nc each) */
+    const size_t colsums = use_smallm || cached ? 0 : 2 * nc;
 
     /* One allocation for every per-call buffer, each 64-byte aligned. */
     enum { NBUF = 11 };
@@ -352,19 +392,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
             epi.part_ld = p->ldy;
         }
     }
-    if (cached && bc->b != p->b) {
-        /* the whole of B, depth block after depth block, each in nr-column panels:
-         * block pc (every earlier one kbp deep) starts at np_all * pc, and its block jc
-         * (a multiple of nr) at panel jc / nr, where packing block by block puts it */
-        for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
-            const int kcur = K - pc < kcb ? K - pc : kcb;
-            kern->pack_b(kcur, N, p->b + (ptrdiff_t)pc * p->b_rs, p->b_rs, p->b_cs, b_xor,
-                         bc->mem + np_all * (size_t)pc * kern->b_elem_bytes,
-                         b == 0 ? bc->colsum : colsum_blk);
-            if (b > 0)
-                add_sums(bc->colsum, colsum_blk, N);
-        }
-        bc->b = p->b;
+    if (cached && bc->b != p->b && bcache_fill(kern, p, bc) != 0) {
+        gk_aligned_free(mem);
+        return -1;
     }
     if (kern->begin)
         kern->begin();
@@ -467,7 +497,7 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
         q.out_kind = GK_QOUT_I32;
         q.y = k0 == 0 ? (void *)acc : (void *)part;
         q.ldy = k0 == 0 ? lda : N;
-        if (run_one(kern, &q, NULL, NULL) != 0) {
+        if (run_one(kern, &q, NULL, NULL, 1) != 0) {
             gk_aligned_free(mem);
             return -1;
         }
@@ -499,6 +529,105 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     }
     gk_aligned_free(mem);
     return 0;
+}
+
+/* ---- threads ----------------------------------------------------------------------------
+ * A product splits its output into a grid of tm x tn parts (gk_parallel_grid: edges on
+ * whole mr x nr tiles, never K), each run by one task as a product of its own
+ * (sub_problem: every pointer moved to the part's first row and column).  Integer sums
+ * are exact, so results do not depend on the split.  Parts that split rows share one
+ * packing of B (bcache, packed before the parts start, when it fits); parts that split
+ * columns pack their own columns of B.  A folded batch (rm) and the small-M path split
+ * columns only. */
+
+/* Multiply-adds per thread below which a product stays on fewer threads: a part must
+ * pay for waking a worker (tens of microseconds when it sleeps). */
+#define GK_QPAR_MIN_MACS ((double)(1 << 22))
+
+static gk_qgemm_problem sub_problem(const gk_qgemm_problem *p, ptrdiff_t m0, ptrdiff_t m1,
+                                    ptrdiff_t n0, ptrdiff_t n1)
+{
+    gk_qgemm_problem q = *p;
+    const ptrdiff_t ysz = p->out_kind == GK_QOUT_I32 ? 4 : 1;
+    q.m = (int)(m1 - m0);
+    q.n = (int)(n1 - n0);
+    q.a = p->a + m0 * p->a_rs;
+    q.b = p->b + n0 * p->b_cs;
+    if (p->a_zp)
+        q.a_zp = p->a_zp + m0 * p->a_zp_rs;
+    if (p->b_zp)
+        q.b_zp = p->b_zp + n0 * p->b_zp_cs;
+    if (p->a_scale)
+        q.a_scale = p->a_scale + m0 * p->as_rs;
+    if (p->b_scale)
+        q.b_scale = p->b_scale + n0 * p->bs_cs;
+    if (p->y_scale)
+        q.y_scale = p->y_scale + m0 * p->ys_rs + n0 * p->ys_cs;
+    if (p->y_zp)
+        q.y_zp = p->y_zp + m0 * p->yzp_rs + n0 * p->yzp_cs;
+    q.y = (char *)p->y + (m0 * p->ldy + n0) * ysz;
+    return q;
+}
+
+typedef struct qpar_job {
+    const gk_qgemm_kernel *kern;
+    const gk_qgemm_problem *p;
+    const rowmap *rm;
+    bcache *bc; /* filled with p's B, for row-split parts; NULL: each packs its own */
+    int tm, tn;
+    volatile int failed;
+} qpar_job;
+
+static void qpar_task(void *ctx, ptrdiff_t t, int worker)
+{
+    qpar_job *j = (qpar_job *)ctx;
+    ptrdiff_t m0, m1, n0, n1;
+    gk_qgemm_problem q;
+    (void)worker;
+    gk_parallel_grid_part(j->p->m, j->p->n, j->kern->mr, j->kern->nr, j->tm, j->tn, t,
+                          &m0, &m1, &n0, &n1);
+    q = sub_problem(j->p, m0, m1, n0, n1);
+    /* B's cache serves parts with all of B's columns (its layout is N's) */
+    if (run_one(j->kern, &q, j->rm, j->tn == 1 ? j->bc : NULL, 0) != 0)
+        j->failed = 1;
+}
+
+/* Runs p split over the threads when that pays: returns 1 with the status in *rc, or 0
+ * (run it on this thread). */
+static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                     bcache *bc, int *rc)
+{
+    const int smallm = smallm_runs(kern, p);
+    qpar_job j;
+    bcache own = {NULL, NULL, NULL};
+    int threads = gk_parallel_threads();
+    if (threads <= 1)
+        return 0;
+    threads = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+                               threads, rm == NULL && !smallm, &j.tm, &j.tn);
+    if (threads <= 1)
+        return 0;
+    j.kern = kern;
+    j.p = p;
+    j.rm = rm;
+    j.bc = NULL;
+    j.failed = 0;
+    if (j.tn == 1 && !smallm) { /* row parts: pack B once for all of them */
+        if (bc == NULL) {
+            const size_t bytes = bcache_bytes(kern, p);
+            if (bytes > 0 && (own.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4)) != NULL) {
+                own.colsum = (int32_t *)(own.mem + bytes);
+                bc = &own;
+            }
+        }
+        if (bc != NULL && bc->b != p->b && bcache_fill(kern, p, bc) != 0)
+            bc = NULL;
+        j.bc = bc;
+    }
+    gk_parallel_run((ptrdiff_t)j.tm * j.tn, threads, qpar_task, &j);
+    gk_aligned_free(own.mem);
+    *rc = j.failed ? -1 : 0;
+    return 1;
 }
 
 /* ---- batches ---------------------------------------------------------------------- */
@@ -700,12 +829,13 @@ static void gather_a(const gk_qgemm_problem *p, const gk_qbatch *c, uint8_t *dst
 typedef struct batch_run {
     const gk_qgemm_kernel *kern;
     bcache *bc;
+    int may_split;
 } batch_run;
 
 static int run_matrix(void *ctx, const gk_qgemm_problem *q)
 {
     const batch_run *r = (const batch_run *)ctx;
-    return run_one(r->kern, q, NULL, r->bc);
+    return run_one(r->kern, q, NULL, r->bc, r->may_split);
 }
 
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
@@ -714,21 +844,21 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
     gk_qgemm_problem f;
     rowmap rm;
     if (!batch || batch->ndim == 0)
-        return run_one(kern, p, NULL, NULL);
+        return run_one(kern, p, NULL, NULL, 1);
     if (p->m <= 0 || p->n <= 0 || !coalesce(batch, &c))
         return 0;
     if (c.ndim == 0)
-        return run_one(kern, p, NULL, NULL);
+        return run_one(kern, p, NULL, NULL, 1);
     const int fold = fold_batch(p, &c, &f, &rm);
     if (fold == FOLD_AS_IS)
-        return run_one(kern, &f, &rm, NULL);
+        return run_one(kern, &f, &rm, NULL, 1);
     /* Matrices whose rows do not continue (column-major, reversed, apart) are packed
      * matrix by matrix into the folded product's panels where each starts a panel, else
      * gathered first when that is cheap next to the product (K * M * batch bytes against
      * N times as many multiply-adds): small matrices gain the most from folding. */
     if (fold == FOLD_GATHER_A && p->m % kern->mr == 0 && !smallm_runs(kern, &f)) {
         rm.a_seg = 1;
-        return run_one(kern, &f, &rm, NULL);
+        return run_one(kern, &f, &rm, NULL, 1);
     }
     if (fold == FOLD_GATHER_A && (size_t)f.m * (size_t)p->k <= GK_QFOLD_GATHER_MAX_BYTES) {
         uint8_t *ga = (uint8_t *)gk_aligned_alloc((size_t)f.m * (size_t)p->k);
@@ -738,19 +868,31 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
         f.a = ga;
         f.a_rs = p->k;
         f.a_cs = 1;
-        const int rc = run_one(kern, &f, &rm, NULL);
+        const int rc = run_one(kern, &f, &rm, NULL, 1);
         gk_aligned_free(ga);
         return rc;
     }
 
-    /* Matrix by matrix.  When the innermost batch dim shares B, consecutive matrices
-     * read one packing of it (the cache is repacked whenever B moves). */
+    /* Matrix by matrix.  Matrices too small to split over the threads run as parallel
+     * tasks, one matrix each.  Otherwise they run in turn, each split over the threads,
+     * and when the innermost batch dim shares B consecutive matrices read one packing of
+     * it (the cache is repacked whenever B moves). */
     bcache bc = {NULL, NULL, NULL};
-    batch_run r = {kern, NULL};
+    batch_run r = {kern, NULL, 1};
+    {
+        ptrdiff_t nmat = 1;
+        for (int d = 0; d < c.ndim; d++)
+            nmat *= c.shape[d];
+        const int threads = gk_parallel_threads();
+        if (threads > 1 && nmat > 1 &&
+            (double)p->m * (double)p->n * (double)p->k < GK_QPAR_MIN_MACS * threads) {
+            r.may_split = 0;
+            return gk_qbatch_foreach(p, &c, run_matrix, &r);
+        }
+    }
     if (c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
-        const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
-        const size_t bytes = gk_round64(round_up((size_t)p->n, kern->nr) * kp * kern->b_elem_bytes);
-        if (bytes <= GK_QBCACHE_MAX_BYTES) {
+        const size_t bytes = bcache_bytes(kern, p);
+        if (bytes > 0) {
             bc.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4);
             if (!bc.mem)
                 return -1;

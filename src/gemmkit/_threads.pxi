@@ -1,0 +1,39 @@
+# Thread settings (the pool itself is C: src/csrc/core/gk_parallel.c).  The public API
+# (set_num_threads, get_num_threads, threads, the threadpoolctl controller) is in
+# gemmkit/_threads.py; these are its hooks into C.
+
+
+def _set_process_threads(int n):
+    gk_parallel_set_threads(n)
+
+
+def _get_process_threads():
+    return gk_parallel_get_threads()
+
+
+def _set_local_threads(int n):
+    """This OS thread's override (0 removes it)."""
+    gk_parallel_set_local(n)
+
+
+def _get_local_threads():
+    return gk_parallel_get_local()
+
+
+def _effective_threads():
+    return gk_parallel_threads()
+
+
+def _pool_size():
+    """Worker threads alive (none before the first parallel call)."""
+    return gk_parallel_pool_size()
+
+
+_MAX_THREADS = GK_MAX_THREADS
+
+
+def _grid(m, n, k, int mr, int nr, double min_work, int threads, bint rows_too=True):
+    """gk_parallel_grid's split (tests): (threads, tm, tn)."""
+    cdef int tm = 1, tn = 1
+    cdef int t = gk_parallel_grid(m, n, k, mr, nr, min_work, threads, rows_too, &tm, &tn)
+    return t, tm, tn

@@ -1,0 +1,195 @@
+"""Threads: how many a call uses, and the controls the ecosystem expects.
+
+Policy (the pool is C, src/csrc/core/gk_parallel.c): one pool per process, created by the
+first call that runs on more than one thread (importing gemmkit starts no thread).  A call
+uses up to ``get_num_threads()`` threads, itself included, taking whichever pool workers
+are idle at that moment and never waiting for busy ones.  So Python threads calling
+gemmkit at once neither queue behind one another nor oversubscribe the machine: together
+they run at most the setting's worker count plus the calling threads themselves.  Small
+products stay on one thread.  Results never depend on the thread count (the output is
+split, never K).
+
+The setting, first match wins:
+  1. ``with gemmkit.threads(n):`` -- this Python thread only, inside the block;
+  2. ``gemmkit.set_num_threads(n)`` (or threadpoolctl's ``threadpool_limits``) -- the process;
+  3. ``GEMMKIT_NUM_THREADS``, else ``OMP_NUM_THREADS`` (what dask, Ray and joblib set per
+     worker), read at import;
+  4. the CPUs this process may run on: its affinity mask, capped by a cgroup CPU quota.
+"""
+import contextlib
+import math
+import os
+
+from . import _core
+
+__all__ = ["set_num_threads", "get_num_threads", "threads"]
+
+
+def _parse_count(name, value, strict):
+    """An environment variable's thread count; OMP_NUM_THREADS may be a list ("4,2": the
+    outermost level counts).  Invalid: ValueError when strict, else None."""
+    text = value.split(",")[0].strip()
+    try:
+        n = int(text)
+    except ValueError:
+        if strict:
+            raise ValueError(f"{name}={value!r} is not an integer") from None
+        return None
+    if n < 1:
+        if strict:
+            raise ValueError(f"{name}={value!r} must be >= 1")
+        return None
+    return min(n, _core._MAX_THREADS)
+
+
+def _cgroup_quota():
+    """CPUs allowed by a cgroup CPU quota (v2 cpu.max or v1 cfs_quota_us), rounded up;
+    None when there is none or it cannot be read."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        path = path.lstrip("/")
+        if controllers == "":  # cgroup v2
+            for base in (os.path.join("/sys/fs/cgroup", path), "/sys/fs/cgroup"):
+                try:
+                    with open(os.path.join(base, "cpu.max")) as f:
+                        quota, period = f.read().split()[:2]
+                except (OSError, ValueError):
+                    continue
+                if quota == "max":
+                    return None
+                return max(1, math.ceil(int(quota) / int(period)))
+        elif "cpu" in controllers.split(","):  # cgroup v1
+            for base in (os.path.join("/sys/fs/cgroup", controllers, path),
+                         os.path.join("/sys/fs/cgroup/cpu", path), "/sys/fs/cgroup/cpu"):
+                try:
+                    with open(os.path.join(base, "cpu.cfs_quota_us")) as f:
+                        quota = int(f.read())
+                    with open(os.path.join(base, "cpu.cfs_period_us")) as f:
+                        period = int(f.read())
+                except (OSError, ValueError):
+                    continue
+                if quota <= 0 or period <= 0:
+                    return None
+                return max(1, math.ceil(quota / period))
+    return None
+
+
+def _usable_cpus():
+    """CPUs this process may use: the affinity mask (not the host's count), capped by a
+    cgroup CPU quota."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        n = min(n, quota)
+    return max(1, min(n, _core._MAX_THREADS))
+
+
+def _initial_setting():
+    """(threads, source) from the environment, read once at import."""
+    v = os.environ.get("GEMMKIT_NUM_THREADS", "").strip()
+    if v:
+        return _parse_count("GEMMKIT_NUM_THREADS", v, strict=True), "GEMMKIT_NUM_THREADS"
+    v = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if v:
+        n = _parse_count("OMP_NUM_THREADS", v, strict=False)
+        if n is not None:
+            return n, "OMP_NUM_THREADS"
+    return _usable_cpus(), "cpus"
+
+
+def _check_count(n, what):
+    if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
+        raise TypeError(f"{what}: expected an int >= 1, got {type(n).__name__}")
+    n = int(n.__index__())
+    if n < 1:
+        raise ValueError(f"{what}: expected an int >= 1, got {n}")
+    if n > _core._MAX_THREADS:
+        raise ValueError(f"{what}: at most {_core._MAX_THREADS} threads, got {n}")
+    return n
+
+
+def set_num_threads(n):
+    """Set the threads every call of this process uses (unless a ``with threads(n)`` block
+    of the calling thread overrides it).  Returns the previous process setting."""
+    n = _check_count(n, "set_num_threads(n)")
+    old = _core._get_process_threads()
+    _core._set_process_threads(n)
+    return old
+
+
+def get_num_threads():
+    """Threads a call from this Python thread would use now (at most: small products run
+    on fewer)."""
+    return _core._effective_threads()
+
+
+@contextlib.contextmanager
+def threads(n):
+    """``with gemmkit.threads(n):`` -- calls made by this Python thread inside the block use
+    n threads; other threads keep their setting.  Blocks nest."""
+    n = _check_count(n, "threads(n)")
+    old = _core._get_local_threads()
+    _core._set_local_threads(n)
+    try:
+        yield n
+    finally:
+        _core._set_local_threads(old)
+
+
+def _info():
+    """cpu_info()'s thread report."""
+    return {
+        "num_threads": _core._effective_threads(),
+        "num_threads_process": _core._get_process_threads(),
+        "num_threads_source": _source,
+        "usable_cpus": _usable_cpus(),
+        "pool_threads": _core._pool_size(),
+    }
+
+
+def _register_threadpoolctl():
+    """A threadpoolctl controller, so ``threadpool_limits(1)`` limits gemmkit as it limits
+    OpenBLAS (user_api and internal_api "gemmkit").  threadpoolctl finds the extension
+    module among the loaded libraries by its name and calls its exported
+    gk_parallel_get_threads / gk_parallel_set_threads."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return False
+    if not hasattr(threadpoolctl, "register") or not hasattr(threadpoolctl, "LibController"):
+        return False
+
+    class GemmkitController(threadpoolctl.LibController):
+        user_api = "gemmkit"
+        internal_api = "gemmkit"
+        filename_prefixes = ("_core.",)
+        check_symbols = ("gk_parallel_get_threads", "gk_parallel_set_threads")
+
+        def get_num_threads(self):
+            return self.dynlib.gk_parallel_get_threads()
+
+        def set_num_threads(self, num_threads):
+            self.dynlib.gk_parallel_set_threads(int(num_threads))
+
+        def get_version(self):
+            from . import __version__
+            return __version__
+
+    threadpoolctl.register(GemmkitController)
+    return True
+
+
+_initial, _source = _initial_setting()
+_core._set_process_threads(_initial)
+_register_threadpoolctl()
