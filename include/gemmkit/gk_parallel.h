@@ -55,6 +55,11 @@ void gk_parallel_run(ptrdiff_t ntasks, int max_threads, gk_task_fn fn, void *ctx
 /* gk_parallel_run with max_threads = gk_parallel_threads(). */
 void gk_parallel_for(ptrdiff_t ntasks, gk_task_fn fn, void *ctx);
 
+/* The factor on every "least work per thread" threshold (1 by default).  Tests set 0 so
+ * that even tiny products split over every thread they are given. */
+void gk_parallel_set_work_scale(double scale);
+double gk_parallel_work_scale(void);
+
 /* How a driver splits an m x n output of depth k (k multiply-adds per output; 0 counts
  * as 1) over at most `threads` threads: a grid of tm x tn parts whose edges fall on
  * whole mr x nr tiles (rows_too == 0: columns only, tm = 1).  Each thread gets at least

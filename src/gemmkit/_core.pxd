@@ -216,5 +216,7 @@ cdef extern from "gemmkit/gk_parallel.h" nogil:
     void gk_parallel_set_local(int n)
     int gk_parallel_get_local()
     int gk_parallel_pool_size()
+    void gk_parallel_set_work_scale(double scale)
+    double gk_parallel_work_scale()
     int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
                          int threads, int rows_too, int *tm, int *tn)

@@ -37,3 +37,11 @@ def _grid(m, n, k, int mr, int nr, double min_work, int threads, bint rows_too=T
     cdef int tm = 1, tn = 1
     cdef int t = gk_parallel_grid(m, n, k, mr, nr, min_work, threads, rows_too, &tm, &tn)
     return t, tm, tn
+
+
+def _set_work_scale(double scale):
+    """Factor on every least-work-per-thread threshold (tests: 0 splits even tiny products
+    over every thread).  Returns the previous factor."""
+    cdef double old = gk_parallel_work_scale()
+    gk_parallel_set_work_scale(scale)
+    return old

@@ -335,8 +335,13 @@ void gk_cast_run(const gk_codecs_kernel *k, const gk_cast_args *a)
         job.a = a;
         job.total = total;
         threads = gk_parallel_threads();
-        if ((double)total < GK_CAST_PAR_MIN * (double)threads)
-            threads = (int)((double)total / GK_CAST_PAR_MIN);
+        {
+            const double least = GK_CAST_PAR_MIN * gk_parallel_work_scale();
+            if ((double)total < least * (double)threads)
+                threads = (int)((double)total / least);
+            if (threads > total)
+                threads = (int)total;
+        }
         if (threads < 1)
             threads = 1;
         job.parts = threads;

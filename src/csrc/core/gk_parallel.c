@@ -322,6 +322,10 @@ void gk_parallel_for(ptrdiff_t ntasks, gk_task_fn fn, void *ctx)
 
 static ptrdiff_t ceil_div(ptrdiff_t a, ptrdiff_t b) { return (a + b - 1) / b; }
 
+static volatile double gk_work_scale = 1.0;
+void gk_parallel_set_work_scale(double scale) { gk_work_scale = scale < 0 ? 0 : scale; }
+double gk_parallel_work_scale(void) { return gk_work_scale; }
+
 int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
                      int threads, int rows_too, int *tm, int *tn)
 {
@@ -330,6 +334,7 @@ int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, doub
     const ptrdiff_t mt = rows_too ? ceil_div(m, mr) : 1, nt = ceil_div(n, nr);
     double best = -1.0;
     int T = threads;
+    min_work *= gk_work_scale;
     *tm = *tn = 1;
     if (m <= 0 || n <= 0 || T <= 1)
         return 1;

@@ -885,7 +885,8 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
             nmat *= c.shape[d];
         const int threads = gk_parallel_threads();
         if (threads > 1 && nmat > 1 &&
-            (double)p->m * (double)p->n * (double)p->k < GK_QPAR_MIN_MACS * threads) {
+            (double)p->m * (double)p->n * (double)p->k <
+                GK_QPAR_MIN_MACS * gk_parallel_work_scale() * threads) {
             r.may_split = 0;
             return gk_qbatch_foreach(p, &c, run_matrix, &r);
         }
