@@ -1,0 +1,194 @@
+"""Thread scaling: gemmkit on 1..ncpu threads against onnxruntime and NumPy on as many.
+
+    python benchmarks/bench_threads.py [--threads 1,2] [--budget S] [--quick]
+
+Rows: MatMulInteger u8s8, Gemm float32 and Gemm bfloat16, at 256^3, 1024^3, 2048^3 and
+M = 1 / 16 / 128 with K = N = 4096.  For every thread count n, in one process, with the
+calls of one row interleaved (medians):
+  - gemmkit with ``gemmkit.set_num_threads(n)``; "x1t" is its speed-up over its own 1-thread time
+    and "eff" the parallel efficiency (speed-up / n);
+  - onnxruntime with intra_op_num_threads = n, B as a graph input ("ort") and as a constant
+    initializer ("ortc": onnxruntime pre-packs it), ratio = their time / gemmkit's;
+  - NumPy (its BLAS limited to n threads by threadpoolctl) for float32; for bfloat16 the
+    NumPy route is float32 matmul of the widened operands.
+Small-product rows show whether a parallel call is ever slower than a serial one.
+The header names the CPU (lscpu's model line) and the CPUs this process may use.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemmkit  # noqa: E402
+from _bench_common import cpu_name  # noqa: E402
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover
+    ml_dtypes = None
+
+
+def timed(fns, budget):
+    """Median seconds per call of each fn (None entries skipped), repetitions interleaved."""
+    live = [f for f in fns if f is not None]
+    for f in live:
+        f()
+    t0 = time.perf_counter()
+    live[0]()
+    one = max(time.perf_counter() - t0, 1e-7)
+    inner = max(1, int(0.01 / one))
+    reps = max(3, min(15, int(budget / (one * inner * len(live)))))
+    res = {id(f): [] for f in live}
+    for _ in range(reps):
+        for f in live:
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                f()
+            res[id(f)].append((time.perf_counter() - t0) / inner)
+    return [statistics.median(res[id(f)]) if f is not None else None for f in fns]
+
+
+def ort_session(op, n_threads, b_const=None, dtype=None):
+    """A one-node onnxruntime session on n_threads intra-op threads; B is a graph input,
+    or (b_const given) a constant initializer.  None if onnxruntime cannot run it."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    inits = []
+    if op == "MatMulInteger":
+        ins = [helper.make_tensor_value_info("A", TensorProto.UINT8, None)]
+        node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
+        out = helper.make_tensor_value_info("Y", TensorProto.INT32, None)
+        tb = TensorProto.INT8
+    else:
+        t = {np.float32: TensorProto.FLOAT}.get(dtype)
+        if t is None:
+            return None
+        ins = [helper.make_tensor_value_info("A", t, None)]
+        node = helper.make_node("Gemm", ["A", "B"], ["Y"])
+        out = helper.make_tensor_value_info("Y", t, None)
+        tb = t
+    if b_const is None:
+        ins.append(helper.make_tensor_value_info("B", tb, None))
+    else:
+        inits.append(numpy_helper.from_array(b_const, "B"))
+    g = helper.make_graph([node], "g", ins, [out], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = n_threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    try:
+        return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def numpy_limits(n):
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return None
+    return threadpool_limits(limits=n, user_api="blas")
+
+
+def fmt_t(s):
+    if s is None:
+        return "-"
+    return f"{s * 1e6:.0f}us" if s < 1e-3 else f"{s * 1e3:.2f}ms"
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+
+def run_case(kind, m, k, n, threads, budget, rng):
+    if kind == "u8s8":
+        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
+        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
+        op = "MatMulInteger"
+        gk_fn = lambda: gemmkit.matmul_integer(a, b)  # noqa: E731
+        np_fn = None
+        feeds = {"A": a, "B": b}
+        ort_dtype = None
+    elif kind == "f32":
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        op = "Gemm"
+        gk_fn = lambda: gemmkit.gemm(a, b)  # noqa: E731
+        np_fn = lambda: a @ b  # noqa: E731
+        feeds = {"A": a, "B": b}
+        ort_dtype = np.float32
+    else:  # bf16
+        a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
+        op = "Gemm"
+        gk_fn = lambda: gemmkit.gemm(a, b)  # noqa: E731
+        np_fn = lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16)  # noqa: E731
+        feeds = None
+        ort_dtype = None
+    rows = []
+    base = None
+    for t in threads:
+        s_in = ort_session(op, t, dtype=ort_dtype) if feeds else None
+        s_c = ort_session(op, t, b_const=b, dtype=ort_dtype) if feeds else None
+        f_ort = (lambda s=s_in: s.run(None, feeds)) if s_in else None
+        f_ortc = (lambda s=s_c: s.run(None, {"A": a})) if s_c else None
+
+        # the process setting, not a per-call `with threads(t)` (a few microseconds of
+        # Python per call would distort the small rows)
+        lim = numpy_limits(t) if np_fn else None
+        old = gemmkit.set_num_threads(t)
+        try:
+            tg, tn, to, tc = timed([gk_fn, np_fn, f_ort, f_ortc], budget)
+        finally:
+            gemmkit.set_num_threads(old)
+            if lim is not None:
+                lim.restore_original_limits()
+        if base is None:
+            base = tg
+        rows.append((t, tg, base / tg, base / tg / t, tn, to, tc))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ncpu = gemmkit.cpu_info()["usable_cpus"]
+    ap.add_argument("--threads", default=",".join(str(i) for i in range(1, ncpu + 1)))
+    ap.add_argument("--budget", type=float, default=1.0, help="seconds per row and thread count")
+    ap.add_argument("--quick", action="store_true", help="skip 2048^3 and the 4096 rows but M = 1")
+    args = ap.parse_args(argv)
+    threads = [int(x) for x in args.threads.split(",")]
+    rng = np.random.default_rng(0)
+    info = gemmkit.cpu_info()
+    print(f"CPU: {cpu_name()}; usable CPUs {info['usable_cpus']}; gemmkit isa {info['isa']}")
+    shapes = [(64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+              (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]
+    if args.quick:
+        shapes = [s for s in shapes if s[0] != 2048 and (s[1] != 4096 or s[0] == 1)]
+    kinds = ["u8s8", "f32"] + (["bf16"] if ml_dtypes is not None else [])
+    print(f"{'case':<22}{'thr':>4}{'gemmkit':>10}{'x1t':>7}{'eff':>6}"
+          f"{'NumPy':>10}{'ratio':>7}{'ort':>10}{'ratio':>7}{'ortc':>10}{'ratio':>7}")
+    print("-" * 100)
+    for kind in kinds:
+        for (m, k, n) in shapes:
+            for (t, tg, sp, eff, tn, to, tc) in run_case(kind, m, k, n, threads, args.budget, rng):
+                print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(tg):>10}{sp:>6.2f}x{eff:>6.2f}"
+                      f"{fmt_t(tn):>10}{ratio(tn, tg):>7}{fmt_t(to):>10}{ratio(to, tg):>7}"
+                      f"{fmt_t(tc):>10}{ratio(tc, tg):>7}", flush=True)
+    print("\nratio = the other's time / gemmkit's (> 1: gemmkit faster); ort: B as an input, "
+          "ortc: B a constant initializer (pre-packed by onnxruntime); NumPy for bf16 is the "
+          "float32 route (widen, matmul, round).")
+
+
+if __name__ == "__main__":
+    main()
