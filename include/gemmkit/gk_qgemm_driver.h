@@ -99,6 +99,22 @@ void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int 
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                  const gk_qbatch *batch);
 
+/* Pre-packed B (gemmkit.pack_b): all of a k x n B, packed once for family kern in the
+ * layout its packed path reads (depth blocks of nr-column panels, then the n column
+ * sums).  gk_qgemm_packed_b_size: bytes of that block (64-byte aligned), 0 where no
+ * packing is kept (k or n <= 0, k > GK_QGEMM_KCHUNK).  gk_qgemm_pack_b_whole packs p's B
+ * (p->k, n, b, b_rs, b_cs, b_signed) into mem (that size, 64-byte aligned); 0 or -1.
+ * gk_qgemm_run_packed is gk_qgemm_run reading that packing for p's B, which must be the
+ * B it was packed from (same pointer, strides, k, n, sign, family) and shared by every
+ * matrix of the batch; the small-M path reads B itself.  Read only: calls may share it. */
+size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n);
+int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem);
+int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                        const gk_qbatch *batch, const void *packed_b);
+/* QLinearMatMul (gk_qlinear_run) with a pre-packed integer B; float8 operands ignore it. */
+int gk_qlinear_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                          const gk_qbatch *batch, const void *packed_b);
+
 /* Calls fn(ctx, q) once for every matrix q of the batch (p itself when batch is NULL), as
  * independent gk_parallel tasks (any order, possibly concurrently: fn must own its
  * buffers).  Returns 0, or -1 when some call returned nonzero (the others still ran). */

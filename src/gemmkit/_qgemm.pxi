@@ -3,6 +3,9 @@
 # runs whole, batch loop included (gk_qgemm_driver.h).
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport uint8_t, uint16_t, int32_t
+from libc.string cimport memset
+
+cdef class PackedB  # _pack.pxi: a pre-packed B, accepted in place of B
 
 # Deepest product a kernel sees; deeper ones run chunk by chunk (gk_qgemm_driver.h).
 _QGEMM_KCHUNK = GK_QGEMM_KCHUNK
@@ -27,7 +30,7 @@ cdef cnp.ndarray _empty_aligned64(tuple shape, dtype):
 
 cdef object _qmatmul(_QOp op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small bzp,
                      _Small a_s, _Small b_s, _Small y_s, _Small yzp,
-                     int ta, int tb, int ty, str an, str bn):
+                     int ta, int tb, int ty, str an, str bn, PackedB pk=None):
     """Checks and lays out every argument, allocates the output, runs the whole batched
     product in C without the GIL.  ty (the output's gk_qtype) is read for QLinearMatMul
     only: MatMulInteger's output is int32."""
@@ -79,12 +82,15 @@ cdef object _qmatmul(_QOp op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small b
         i -= 1
     p.y = cnp.PyArray_DATA(y)
     cdef const gk_qgemm_kernel *kern = gk_qgemm_active()
+    cdef const void *packed = NULL
+    if pk is not None:
+        packed = pk._int8_packing(kern, &p, &bt)
     cdef int rc
     with nogil:
         if op == _QOP_MATMUL_INTEGER:
-            rc = gk_qgemm_run(kern, &p, &bt)
+            rc = gk_qgemm_run_packed(kern, &p, &bt, packed)
         else:
-            rc = gk_qlinear_run(kern, &p, &bt)
+            rc = gk_qlinear_run_packed(kern, &p, &bt, packed)
     if rc != 0:
         raise MemoryError(f"{_QOP_NAMES[op]}: out of memory for packing buffers "
                           f"({_who(a, b, an, bn)})")
@@ -99,6 +105,11 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
     per-row of A (``[M]`` or ``[..., M, 1]``) or per-column of B (``[N]`` or
     ``[..., 1, N]``).  Every product is exact; the int32 sums wrap modulo 2**32.
     """
+    cdef PackedB pk = None
+    if isinstance(B, PackedB):
+        pk = <PackedB>B
+        pk._check_call("matmul_integer", b_zero_point=b_zero_point)
+        B, b_zero_point = pk.b, pk.b_zero_point
     cdef cnp.ndarray a = _arr(A), b = _arr(B)
     cdef int ta = _qtype(a), tb = _qtype(b)
     if not _is_int8(ta):
@@ -111,7 +122,7 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
     if b_zero_point is not None:
         bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(b), b.dtype, "b_zero_point", "B")
     return _qmatmul(_QOP_MATMUL_INTEGER, a, b, azp, bzp, None, None, None, None,
-                    ta, tb, GK_QT_U8, "A", "B")
+                    ta, tb, GK_QT_U8, "A", "B", pk)
 
 
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
@@ -124,6 +135,11 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     exactly in int32 and requantized bit-exactly (DESIGN.md §2); float8 inputs are
     dequantized and accumulated in float32; float8 outputs saturate (ONNX saturate=1).
     """
+    cdef PackedB pk = None
+    if isinstance(b, PackedB):
+        pk = <PackedB>b
+        pk._check_call("qlinear_matmul", b_scale=b_scale, b_zero_point=b_zero_point)
+        b, b_scale, b_zero_point = pk.b, pk.b_scale, pk.b_zero_point
     cdef cnp.ndarray aa = _arr(a), bb = _arr(b)
     cdef int ta = _qtype(aa), tb = _qtype(bb), ty, ynum
     if ta == _QT_NONE:
@@ -147,4 +163,5 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     cdef _Small a_s = _scale(a_scale, "a_scale", False)
     cdef _Small b_s = _scale(b_scale, "b_scale", False)
     cdef _Small y_s = _scale(y_scale, "y_scale", True)
-    return _qmatmul(_QOP_QLINEAR_MATMUL, aa, bb, azp, bzp, a_s, b_s, y_s, yzp, ta, tb, ty, "a", "b")
+    return _qmatmul(_QOP_QLINEAR_MATMUL, aa, bb, azp, bzp, a_s, b_s, y_s, yzp, ta, tb, ty, "a", "b",
+                    pk)

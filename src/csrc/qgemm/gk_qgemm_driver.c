@@ -78,13 +78,30 @@ typedef struct rowmap {
     ptrdiff_t a;
 } rowmap;
 
-/* B packed whole (every column, one kernel's format at one depth) for the consecutive
- * matrices of a batch that share it: packed panels, then colsum[N]. */
+/* B packed whole (every column, one kernel's format at one depth): for the consecutive
+ * matrices of a batch that share it, for the row parts of a split product, or packed
+ * once by gemmkit.pack_b.  Packed panels of n_all columns, then colsum[n_all].  A
+ * product reads it from column n_off on (a column part of a split product: n_off a
+ * multiple of nr), its B being the cache's B moved n_off columns. */
 typedef struct bcache {
     unsigned char *mem;
     int32_t *colsum;
-    const uint8_t *b; /* the B packed in mem; NULL before the first */
+    const uint8_t *b; /* column 0 of the B packed in mem; NULL before the first */
+    int n_all, n_off;
 } bcache;
+
+/* What run_one does with a cache: read it (it holds p's B), fill it first (a batch's
+ * cache, all of B's columns), or ignore it. */
+enum { BC_NONE = 0, BC_READ, BC_FILL };
+static int bcache_use(const bcache *bc, const gk_qgemm_problem *p)
+{
+    if (bc == NULL)
+        return BC_NONE;
+    if (bc->b != NULL && bc->b + (ptrdiff_t)bc->n_off * p->b_cs == p->b &&
+        bc->n_off + p->n <= bc->n_all)
+        return BC_READ;
+    return bc->n_off == 0 && bc->n_all == p->n ? BC_FILL : BC_NONE;
+}
 
 /* A grid larger than this many entries (multipliers or output zero points varying by
  * both row and column) is not built for a folded batch: matrix by matrix, each needs
@@ -102,9 +119,20 @@ static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
     return (const float *)((const char *)base + bytes) + elems;
 }
 
+/* Rows from which a product reads a pre-packed B rather than run the small-M path. */
+#define GK_QPACKED_MIN_M 8
+
 static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 {
     return kern->smallm != 0 && p->m <= kern->smallm_max && (p->b_cs == 1 || p->n == 1);
+}
+
+/* The small-M path runs p unless a packed B (bc, when it holds p's B) serves better: from
+ * GK_QPACKED_MIN_M rows (measured on Zen 4 at K = N = 4096 / 1024, avx512vnni: M = 16
+ * 1.3-1.7x faster packed, M = 4 0.8-1.0x, M = 1 0.5-0.9x). */
+static int uses_smallm(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const bcache *bc)
+{
+    return smallm_runs(kern, p) && (p->m < GK_QPACKED_MIN_M || bcache_use(bc, p) != BC_READ);
 }
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
@@ -216,6 +244,8 @@ static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, b
     }
     gk_aligned_free(blk);
     bc->b = p->b;
+    bc->n_all = N;
+    bc->n_off = 0;
     return 0;
 }
 
@@ -257,8 +287,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const uint8_t a_xor = p->a_signed ? 0x80 : 0, b_xor = p->b_signed ? 0 : 0x80;
     const int32_t a_shift = p->a_signed ? 128 : 0, b_shift = p->b_signed ? 0 : 128;
     const int requant = p->out_kind != GK_QOUT_I32;
-    const int use_smallm = smallm_runs(kern, p);
-    const int cached = bc != NULL && !use_smallm;
+    const int use_smallm = uses_smallm(kern, p, bc);
+    const int bc_use = use_smallm ? BC_NONE : bcache_use(bc, p);
+    const int cached = bc_use != BC_NONE;
 
     /* Multiplier / output zero point grids: one entry per row only where some input
      * varies by row (or by matrix of a folded batch), one per column only where some
@@ -275,7 +306,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int kcb = bl.kcb, nblk = bl.nblk;
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
-    const size_t np_all = round_up((size_t)N, (size_t)kern->nr);
+    const size_t np_all = cached ? round_up((size_t)bc->n_all, (size_t)kern->nr) : 0;
     const int use_part_scratch = requant && nblk > 1;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
     const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kbp * kern->b_elem_bytes;
@@ -392,7 +423,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
             epi.part_ld = p->ldy;
         }
     }
-    if (cached && bc->b != p->b && bcache_fill(kern, p, bc) != 0) {
+    if (bc_use == BC_FILL && bcache_fill(kern, p, bc) != 0) {
         gk_aligned_free(mem);
         return -1;
     }
@@ -407,8 +438,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                 const size_t kcp = round_up((size_t)kcur, (size_t)kern->kstep);
                 const int32_t *cs = colsum;
                 if (cached) {
-                    bp = bc->mem + (np_all * (size_t)pc + jc * kcp) * kern->b_elem_bytes;
-                    cs = bc->colsum + jc;
+                    bp = bc->mem + (np_all * (size_t)pc + ((size_t)bc->n_off + jc) * kcp) *
+                                       kern->b_elem_bytes;
+                    cs = bc->colsum + bc->n_off + jc;
                 } else {
                     kern->pack_b(kcur, ncur, p->b + (ptrdiff_t)pc * p->b_rs + (ptrdiff_t)jc * p->b_cs,
                                  p->b_rs, p->b_cs, b_xor, bp, b == 0 ? colsum : colsum_blk);
@@ -573,7 +605,7 @@ typedef struct qpar_job {
     const gk_qgemm_kernel *kern;
     const gk_qgemm_problem *p;
     const rowmap *rm;
-    bcache *bc; /* filled with p's B, for row-split parts; NULL: each packs its own */
+    const bcache *bc; /* holds p's B (n_off 0): every part reads it; NULL: each packs its own */
     int tm, tn;
     volatile int failed;
 } qpar_job;
@@ -587,9 +619,14 @@ static void qpar_task(void *ctx, ptrdiff_t t, int worker)
     gk_parallel_grid_part(j->p->m, j->p->n, j->kern->mr, j->kern->nr, j->tm, j->tn, t,
                           &m0, &m1, &n0, &n1);
     q = sub_problem(j->p, m0, m1, n0, n1);
-    /* B's cache serves parts with all of B's columns (its layout is N's) */
-    if (run_one(j->kern, &q, j->rm, j->tn == 1 ? j->bc : NULL, 0) != 0)
+    if (j->bc != NULL) {
+        bcache part = *j->bc; /* read only: the part's columns of the shared packing */
+        part.n_off += (int)n0;
+        if (run_one(j->kern, &q, j->rm, &part, 0) != 0)
+            j->failed = 1;
+    } else if (run_one(j->kern, &q, j->rm, NULL, 0) != 0) {
         j->failed = 1;
+    }
 }
 
 /* Runs p split over the threads when that pays: returns 1 with the status in *rc, or 0
@@ -597,9 +634,9 @@ static void qpar_task(void *ctx, ptrdiff_t t, int worker)
 static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                      bcache *bc, int *rc)
 {
-    const int smallm = smallm_runs(kern, p);
+    const int smallm = uses_smallm(kern, p, bc);
     qpar_job j;
-    bcache own = {NULL, NULL, NULL};
+    bcache own = {NULL, NULL, NULL, 0, 0};
     int threads = gk_parallel_threads();
     if (threads <= 1)
         return 0;
@@ -612,17 +649,22 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     j.rm = rm;
     j.bc = NULL;
     j.failed = 0;
-    if (j.tn == 1 && !smallm) { /* row parts: pack B once for all of them */
-        if (bc == NULL) {
-            const size_t bytes = bcache_bytes(kern, p);
-            if (bytes > 0 && (own.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4)) != NULL) {
-                own.colsum = (int32_t *)(own.mem + bytes);
-                bc = &own;
+    if (!smallm) {
+        const int use = bcache_use(bc, p);
+        if (use == BC_READ && bc->n_off == 0) {
+            j.bc = bc; /* already packed (pack_b, or a batch's earlier matrix) */
+        } else if (j.tn == 1) { /* row parts: pack B once for all of them */
+            if (use != BC_FILL) {
+                const size_t bytes = bcache_bytes(kern, p);
+                bc = NULL;
+                if (bytes > 0 && (own.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4)) != NULL) {
+                    own.colsum = (int32_t *)(own.mem + bytes);
+                    bc = &own;
+                }
             }
+            if (bc != NULL && bcache_fill(kern, p, bc) == 0)
+                j.bc = bc;
         }
-        if (bc != NULL && bc->b != p->b && bcache_fill(kern, p, bc) != 0)
-            bc = NULL;
-        j.bc = bc;
     }
     gk_parallel_run((ptrdiff_t)j.tm * j.tn, threads, qpar_task, &j);
     gk_aligned_free(own.mem);
@@ -838,27 +880,29 @@ static int run_matrix(void *ctx, const gk_qgemm_problem *q)
     return run_one(r->kern, q, NULL, r->bc, r->may_split);
 }
 
-int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
+/* pre: B packed whole by gk_qgemm_pack_b_whole (B shared by every matrix), or NULL. */
+static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                     const gk_qbatch *batch, bcache *pre)
 {
     gk_qbatch c;
     gk_qgemm_problem f;
     rowmap rm;
     if (!batch || batch->ndim == 0)
-        return run_one(kern, p, NULL, NULL, 1);
+        return run_one(kern, p, NULL, pre, 1);
     if (p->m <= 0 || p->n <= 0 || !coalesce(batch, &c))
         return 0;
     if (c.ndim == 0)
-        return run_one(kern, p, NULL, NULL, 1);
+        return run_one(kern, p, NULL, pre, 1);
     const int fold = fold_batch(p, &c, &f, &rm);
     if (fold == FOLD_AS_IS)
-        return run_one(kern, &f, &rm, NULL, 1);
+        return run_one(kern, &f, &rm, pre, 1);
     /* Matrices whose rows do not continue (column-major, reversed, apart) are packed
      * matrix by matrix into the folded product's panels where each starts a panel, else
      * gathered first when that is cheap next to the product (K * M * batch bytes against
      * N times as many multiply-adds): small matrices gain the most from folding. */
     if (fold == FOLD_GATHER_A && p->m % kern->mr == 0 && !smallm_runs(kern, &f)) {
         rm.a_seg = 1;
-        return run_one(kern, &f, &rm, NULL, 1);
+        return run_one(kern, &f, &rm, pre, 1);
     }
     if (fold == FOLD_GATHER_A && (size_t)f.m * (size_t)p->k <= GK_QFOLD_GATHER_MAX_BYTES) {
         uint8_t *ga = (uint8_t *)gk_aligned_alloc((size_t)f.m * (size_t)p->k);
@@ -868,7 +912,7 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
         f.a = ga;
         f.a_rs = p->k;
         f.a_cs = 1;
-        const int rc = run_one(kern, &f, &rm, NULL, 1);
+        const int rc = run_one(kern, &f, &rm, pre, 1);
         gk_aligned_free(ga);
         return rc;
     }
@@ -877,8 +921,8 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
      * tasks, one matrix each.  Otherwise they run in turn, each split over the threads,
      * and when the innermost batch dim shares B consecutive matrices read one packing of
      * it (the cache is repacked whenever B moves). */
-    bcache bc = {NULL, NULL, NULL};
-    batch_run r = {kern, NULL, 1};
+    bcache bc = {NULL, NULL, NULL, p->n, 0};
+    batch_run r = {kern, pre, 1};
     {
         ptrdiff_t nmat = 1;
         for (int d = 0; d < c.ndim; d++)
@@ -887,11 +931,11 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
         if (threads > 1 && nmat > 1 &&
             (double)p->m * (double)p->n * (double)p->k <
                 GK_QPAR_MIN_MACS * gk_parallel_work_scale() * threads) {
-            r.may_split = 0;
+            r.may_split = 0; /* pre (read only, or NULL) is safe to share */
             return gk_qbatch_foreach(p, &c, run_matrix, &r);
         }
     }
-    if (c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
+    if (pre == NULL && c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
         const size_t bytes = bcache_bytes(kern, p);
         if (bytes > 0) {
             bc.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4);
@@ -905,4 +949,54 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
     if (bc.mem)
         gk_aligned_free(bc.mem);
     return rc;
+}
+
+int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
+{
+    return qgemm_run(kern, p, batch, NULL);
+}
+
+/* ---- pre-packed B (gemmkit.pack_b) -------------------------------------------------- */
+
+size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n)
+{
+    size_t kp, panels;
+    if (k <= 0 || n <= 0 || k > GK_QGEMM_KCHUNK)
+        return 0;
+    kp = round_up((size_t)k, (size_t)kern->kstep);
+    panels = gk_round64(round_up((size_t)n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
+    return panels + gk_round64((size_t)n * 4);
+}
+
+static bcache packed_view(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
+{
+    const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
+    const size_t panels = gk_round64(round_up((size_t)p->n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
+    bcache bc;
+    bc.mem = (unsigned char *)mem;
+    bc.colsum = (int32_t *)((unsigned char *)mem + panels);
+    bc.b = NULL;
+    bc.n_all = p->n;
+    bc.n_off = 0;
+    return bc;
+}
+
+int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
+{
+    bcache bc;
+    if (gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
+        return -1;
+    bc = packed_view(kern, p, mem);
+    return bcache_fill(kern, p, &bc);
+}
+
+int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                        const gk_qbatch *batch, const void *packed_b)
+{
+    bcache bc;
+    if (packed_b == NULL || gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
+        return qgemm_run(kern, p, batch, NULL);
+    bc = packed_view(kern, p, (void *)packed_b);
+    bc.b = p->b; /* packed from this very B (the caller's promise) */
+    return qgemm_run(kern, p, batch, &bc);
 }

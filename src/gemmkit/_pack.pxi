@@ -1,0 +1,158 @@
+# Pre-packed weights: gemmkit.pack_b and the PackedB the ops accept in place of B.
+#
+# A PackedB holds its op's B-side arguments in canonical form (read-only, C-contiguous,
+# native byte order: what it pickles) and, where the engine has a packed layout for them,
+# B packed once for the kernel family in use when it was made.  A call reads that packing
+# while the same family is active; under another one (GEMMKIT_ISA or _set_isa changed)
+# the call packs the canonical B as usual: same results, the speed of an unpacked call.
+
+_PACK_OPS = ("matmul_integer", "qlinear_matmul")
+
+
+cdef object _readonly_copy(x):
+    """x as a new read-only C-contiguous array in native byte order (None stays None)."""
+    if x is None:
+        return None
+    a = np.array(x, copy=True, order="C")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    a.flags.writeable = False
+    return a
+
+
+cdef class PackedB:
+    """B packed once for repeated products (made by ``gemmkit.pack_b``).
+
+    Pass it as B to the op it was made for (``matmul_integer`` or ``qlinear_matmul``) and
+    leave that op's B-side arguments (``b_zero_point``; ``b_scale``) unset: the pack holds
+    them.  Immutable; thread-safe (calls only read it).  ``nbytes`` counts everything it
+    owns: the canonical copies and the packed block.  Pickles as its canonical arguments
+    and packs again when loaded (so it can be shipped to dask or Ray workers).
+    """
+    cdef readonly str op
+    cdef readonly object b
+    cdef readonly object b_zero_point
+    cdef readonly object b_scale
+    cdef readonly str isa
+    cdef object _blob                  # uint8 array, 64-byte aligned, or None
+    cdef const gk_qgemm_kernel *_fam   # the family _blob was packed for
+    cdef Py_ssize_t _k, _n
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
+
+    @property
+    def nbytes(self):
+        n = self.b.nbytes
+        for x in (self.b_zero_point, self.b_scale, self._blob):
+            if x is not None:
+                n += x.nbytes
+        return n
+
+    @property
+    def packed(self):
+        """True when B is held packed (for the family named by ``isa``); False when the
+        engine keeps no packed layout for these arguments (float8 B, a batch of B
+        matrices, a depth past the chunk size) and calls pack B as usual."""
+        return self._blob is not None
+
+    def __reduce__(self):
+        return (_unpack_pickled, (self.op, self.b, self.b_zero_point, self.b_scale))
+
+    def __repr__(self):
+        return (f"PackedB(op={self.op!r}, b={self.b.dtype}{list(self.b.shape)}, "
+                f"isa={self.isa!r}, packed={self.packed}, nbytes={self.nbytes})")
+
+    def _check_call(self, str op, **b_side):
+        if op != self.op:
+            raise ValueError(f"{op}: B is a PackedB made for {self.op} "
+                             f"(pack_b(B, {op!r}, ...) makes one for {op})")
+        for name, value in b_side.items():
+            if value is not None:
+                raise ValueError(f"{op}: {name} must be left unset when B is a PackedB "
+                                 f"(the pack holds B's {name})")
+
+    cdef const void *_int8_packing(self, const gk_qgemm_kernel *kern,
+                                   const gk_qgemm_problem *p, const gk_qbatch *bt):
+        """The packed block when it serves this call (same family, B laid out as packed,
+        shared by every matrix of the batch), else NULL."""
+        cdef int d
+        if self._blob is None or kern != self._fam:
+            return NULL
+        if (p.b != <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>self.b) or p.k != self._k
+                or p.n != self._n or p.b_rs != self._n or p.b_cs != 1):
+            return NULL
+        for d in range(bt.ndim):
+            if bt.stride[GK_QB_B][d] != 0:
+                return NULL
+        return cnp.PyArray_DATA(<cnp.ndarray>self._blob)
+
+
+def _unpack_pickled(op, b, b_zero_point, b_scale):
+    return pack_b(b, op, b_zero_point=b_zero_point, b_scale=b_scale)
+
+
+def pack_b(B, op, *, b_zero_point=None, b_scale=None):
+    """Pack B once for many products with the same weights: returns a ``PackedB`` that
+    ``op`` accepts in place of B.
+
+    op: ``"matmul_integer"`` (B with its optional ``b_zero_point``) or ``"qlinear_matmul"``
+    (B with its ``b_scale`` and ``b_zero_point``, both required as in the op).  The
+    arguments are checked as the op checks them (same errors) and copied.  B is packed
+    for the kernel path in use now; a call made under another path packs B as usual.
+    Batched B (more than 2 dims), float8 B and depths past the chunk size are held
+    unpacked (``PackedB.packed`` is False): calls give the same results as without a pack.
+    """
+    if not isinstance(op, str) or op not in _PACK_OPS:
+        raise ValueError(f"pack_b: op must be one of {', '.join(map(repr, _PACK_OPS))}, "
+                         f"got {op!r}")
+    cdef cnp.ndarray bb = _arr(B)
+    cdef PackedB pk = PackedB.__new__(PackedB)
+    cdef Py_ssize_t K = 1, N = 1
+    if cnp.PyArray_NDIM(bb) == 0:
+        raise ValueError(f"{op}: B must have at least 1 dimension, got shape ()")
+    K = bb.shape[cnp.PyArray_NDIM(bb) - 2] if cnp.PyArray_NDIM(bb) >= 2 else bb.shape[0]
+    # the op's own checks, on a one-row A: the same TypeError/ValueError as a call
+    if op == "matmul_integer":
+        if b_scale is not None:
+            raise ValueError("pack_b: b_scale is a qlinear_matmul argument; matmul_integer "
+                             "has none")
+        matmul_integer(np.zeros((1, K), np.uint8), bb, None, b_zero_point)
+    else:
+        if b_scale is None or b_zero_point is None:
+            raise ValueError("pack_b: qlinear_matmul needs b_scale and b_zero_point "
+                             "(as the op does)")
+        qlinear_matmul(np.zeros((1, K), np.uint8), np.float32(1), np.uint8(0), bb, b_scale,
+                       b_zero_point, np.float32(1), np.uint8(0))
+    pk.op = op
+    pk.b = _readonly_copy(bb)
+    pk.b_zero_point = _readonly_copy(b_zero_point)
+    pk.b_scale = _readonly_copy(b_scale)
+    pk._blob = None
+    pk._fam = gk_qgemm_active()
+    pk.isa = pk._fam.isa.decode()
+    pk._k = K
+    pk._n = bb.shape[cnp.PyArray_NDIM(bb) - 1] if cnp.PyArray_NDIM(bb) >= 2 else 1
+    cdef int tb = _qtype(<cnp.ndarray>pk.b)
+    if cnp.PyArray_NDIM(bb) != 2 or not _is_int8(tb) or pk._k <= 0 or pk._n <= 0:
+        return pk
+    cdef size_t size = gk_qgemm_packed_b_size(pk._fam, <int>pk._k, <int>pk._n)
+    if size == 0:
+        return pk
+    cdef gk_qgemm_problem p
+    memset(&p, 0, sizeof(p))
+    p.k = <int>pk._k
+    p.n = <int>pk._n
+    p.b = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>pk.b)
+    p.b_rs = pk._n
+    p.b_cs = 1
+    p.b_signed = tb == GK_QT_S8
+    blob = _empty_aligned64((<Py_ssize_t>size,), np.uint8)
+    cdef void *mem = cnp.PyArray_DATA(<cnp.ndarray>blob)
+    cdef int rc
+    with nogil:
+        rc = gk_qgemm_pack_b_whole(pk._fam, &p, mem)
+    if rc != 0:
+        raise MemoryError(f"pack_b: out of memory packing B {bb.dtype}{list((<object>bb).shape)}")
+    pk._blob = blob
+    return pk
