@@ -394,8 +394,25 @@ typedef struct gk_gemm_plan {
     const void *epi_ctx;
     void *acc_y;
     ptrdiff_t ld_acc_y;
+    /* NULL, or all of B' packed once for kern (gk_gemm_pack_b_whole): read in place of
+     * pack_b */
+    const char *b_packed;
 } gk_gemm_plan;
 int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
+
+/* Pre-packed B' (gemmkit.pack_b): all of a k x n B', packed once for family kern in the
+ * panels its blocked path reads (per K block of the family's KC, all n columns in nr-wide
+ * panels, the block at pc starting round_up(n, nr) * pc elements in).
+ * gk_gemm_packed_b_size: bytes (0 when k or n <= 0).  gk_gemm_pack_b_whole packs args'
+ * B' (b, b_rs, b_cs, k, n) into mem (that size, 64-byte aligned); returns
+ * enum gk_gemm_status.  gk_gemm_run_packed is gk_gemm_run reading that packing for args'
+ * B', which must be the B' it was packed from, for this same family (a family that
+ * declines the call, gk_gemm_kernel.accepts, hands it on without the packing).  Read
+ * only: calls may share it. */
+size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n);
+int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *args, void *mem);
+int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *args,
+                       const void *b_packed);
 
 /* The float->integer cast of the non-integral path: trunc toward zero, then modulo 2**64
  * (callers keep the low 32 bits for 32-bit types); NaN and +-inf give 0.  Exact. */

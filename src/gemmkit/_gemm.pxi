@@ -311,7 +311,15 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     cast(float64(A' @ B' wrapped) * alpha + float64(C) * beta), where cast truncates toward
     zero and wraps modulo 2**bits (NaN/inf -> 0).
     """
-    return _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast, NULL)
+    cdef PackedB pk = None
+    if isinstance(B, PackedB):
+        pk = <PackedB>B
+        pk._check_call("gemm")
+        if _gemm_flag(transB, "transB") != pk.transB:
+            raise ValueError(f"gemm: B is a PackedB made with transB={pk.transB}; call gemm "
+                             f"with transB={pk.transB} (got transB={transB})")
+        B = pk.b
+    return _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast, NULL, pk)
 
 
 def _gemm_with_wide_tile(int family, A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
@@ -344,7 +352,7 @@ def _gemm_wide_tile_dtypes():
 
 
 cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
-                       const gk_gemm_kernel *kern):
+                       const gk_gemm_kernel *kern, PackedB pk=None):
     """gemm's body; kern: the family to run (NULL: the dispatched one)."""
     cdef cnp.ndarray a, b, c = None, y
     cdef int ta = _gemm_flag(transA, "transA")
@@ -458,8 +466,13 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     args.beta_exact = rb.exact
     if kern != NULL and kern.dtype != dt:
         raise TypeError(f"gemm: this kernel family does not serve dtype {(<object>a).dtype}")
+    cdef const void *packed = NULL
+    if kern == NULL:
+        kern = gk_gemm_kernel_for(dt)
+        if pk is not None:
+            packed = pk._gemm_packing(kern, &args)
     with nogil:
-        rc = gk_gemm(&args) if kern == NULL else gk_gemm_run(kern, &args)
+        rc = gk_gemm_run_packed(kern, &args, packed)
     if rc != GK_GEMM_OK:
         if rc == GK_GEMM_ENOMEM:
             raise MemoryError(f"gemm: out of memory for workspace (M={M}, N={N}, K={K})")

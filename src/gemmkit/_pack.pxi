@@ -6,7 +6,7 @@
 # while the same family is active; under another one (GEMMKIT_ISA or _set_isa changed)
 # the call packs the canonical B as usual: same results, the speed of an unpacked call.
 
-_PACK_OPS = ("matmul_integer", "qlinear_matmul")
+_PACK_OPS = ("matmul_integer", "qlinear_matmul", "gemm")
 
 
 cdef object _readonly_copy(x):
@@ -23,9 +23,9 @@ cdef object _readonly_copy(x):
 cdef class PackedB:
     """B packed once for repeated products (made by ``gemmkit.pack_b``).
 
-    Pass it as B to the op it was made for (``matmul_integer`` or ``qlinear_matmul``) and
-    leave that op's B-side arguments (``b_zero_point``; ``b_scale``) unset: the pack holds
-    them.  Immutable; thread-safe (calls only read it).  ``nbytes`` counts everything it
+    Pass it as B to the op it was made for (``matmul_integer``, ``qlinear_matmul`` or
+    ``gemm``) and leave that op's B-side arguments (``b_zero_point``, ``b_scale``) unset:
+    the pack holds them; ``gemm`` must be called with the ``transB`` it was packed with.  Immutable; thread-safe (calls only read it).  ``nbytes`` counts everything it
     owns: the canonical copies and the packed block.  Pickles as its canonical arguments
     and packs again when loaded (so it can be shipped to dask or Ray workers).
     """
@@ -33,10 +33,13 @@ cdef class PackedB:
     cdef readonly object b
     cdef readonly object b_zero_point
     cdef readonly object b_scale
+    cdef readonly int transB
     cdef readonly str isa
     cdef object _blob                  # uint8 array, 64-byte aligned, or None
-    cdef const gk_qgemm_kernel *_fam   # the family _blob was packed for
+    cdef const gk_qgemm_kernel *_fam   # the int8 family _blob was packed for
+    cdef const gk_gemm_kernel *_gfam   # the Gemm family _blob was packed for
     cdef Py_ssize_t _k, _n
+    cdef ptrdiff_t _b_rs, _b_cs        # gemm: B' strides (bytes) as packed
 
     def __init__(self, *args, **kwargs):
         raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
@@ -57,7 +60,8 @@ cdef class PackedB:
         return self._blob is not None
 
     def __reduce__(self):
-        return (_unpack_pickled, (self.op, self.b, self.b_zero_point, self.b_scale))
+        return (_unpack_pickled, (self.op, self.b, self.b_zero_point, self.b_scale,
+                                  self.transB))
 
     def __repr__(self):
         return (f"PackedB(op={self.op!r}, b={self.b.dtype}{list(self.b.shape)}, "
@@ -87,18 +91,74 @@ cdef class PackedB:
                 return NULL
         return cnp.PyArray_DATA(<cnp.ndarray>self._blob)
 
+    cdef const void *_gemm_packing(self, const gk_gemm_kernel *kern, const gk_gemm_args *g):
+        """The packed block when it serves this gemm call (same family, same B'), else
+        NULL."""
+        if self._blob is None or kern != self._gfam:
+            return NULL
+        if (g.b != cnp.PyArray_DATA(<cnp.ndarray>self.b) or g.k != self._k or g.n != self._n
+                or g.b_rs != self._b_rs or g.b_cs != self._b_cs):
+            return NULL
+        return cnp.PyArray_DATA(<cnp.ndarray>self._blob)
 
-def _unpack_pickled(op, b, b_zero_point, b_scale):
-    return pack_b(b, op, b_zero_point=b_zero_point, b_scale=b_scale)
+
+def _unpack_pickled(op, b, b_zero_point, b_scale, transB=0):
+    return pack_b(b, op, b_zero_point=b_zero_point, b_scale=b_scale, transB=transB)
 
 
-def pack_b(B, op, *, b_zero_point=None, b_scale=None):
+cdef PackedB _pack_gemm_b(cnp.ndarray bb, transB):
+    """pack_b(B, "gemm", transB=...)."""
+    cdef int tb = _gemm_flag(transB, "transB")
+    if cnp.PyArray_NDIM(bb) != 2:
+        raise ValueError(f"gemm: B must be 2-D, got shape {(<object>bb).shape}")
+    cdef Py_ssize_t K = cnp.PyArray_DIM(bb, tb)
+    gemm(np.zeros((1, K), (<object>bb).dtype), bb, transB=tb)  # the op's own checks
+    cdef PackedB pk = PackedB.__new__(PackedB)
+    pk.op = "gemm"
+    pk.b = _readonly_copy(bb)
+    pk.b_zero_point = None
+    pk.b_scale = None
+    pk.transB = tb
+    pk._blob = None
+    pk._fam = NULL
+    cdef cnp.ndarray b = <cnp.ndarray>pk.b
+    cdef int dt = _gemm_dtype(b)
+    pk._gfam = gk_gemm_kernel_for(dt)
+    pk.isa = pk._gfam.isa.decode()
+    pk._k = K
+    pk._n = cnp.PyArray_DIM(b, 1 - tb)
+    pk._b_rs = cnp.PyArray_STRIDE(b, tb)
+    pk._b_cs = cnp.PyArray_STRIDE(b, 1 - tb)
+    cdef size_t size = gk_gemm_packed_b_size(pk._gfam, pk._k, pk._n)
+    if size == 0:
+        return pk
+    cdef gk_gemm_args args
+    memset(&args, 0, sizeof(args))
+    args.dtype = dt
+    args.k = pk._k
+    args.n = pk._n
+    args.b = cnp.PyArray_DATA(b)
+    args.b_rs = pk._b_rs
+    args.b_cs = pk._b_cs
+    blob = _empty_aligned64((<Py_ssize_t>size,), np.uint8)
+    cdef void *mem = cnp.PyArray_DATA(<cnp.ndarray>blob)
+    cdef int rc
+    with nogil:
+        rc = gk_gemm_pack_b_whole(pk._gfam, &args, mem)
+    if rc != GK_GEMM_OK:
+        raise RuntimeError(f"pack_b: internal error {rc}")
+    pk._blob = blob
+    return pk
+
+
+def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     """Pack B once for many products with the same weights: returns a ``PackedB`` that
     ``op`` accepts in place of B.
 
-    op: ``"matmul_integer"`` (B with its optional ``b_zero_point``) or ``"qlinear_matmul"``
-    (B with its ``b_scale`` and ``b_zero_point``, both required as in the op).  The
-    arguments are checked as the op checks them (same errors) and copied.  B is packed
+    op: ``"matmul_integer"`` (B with its optional ``b_zero_point``), ``"qlinear_matmul"``
+    (B with its ``b_scale`` and ``b_zero_point``, both required as in the op) or ``"gemm"``
+    (B with ``transB``: the pack holds B' and gemm must be called with the same transB).
+    The arguments are checked as the op checks them (same errors) and copied.  B is packed
     for the kernel path in use now; a call made under another path packs B as usual.
     Batched B (more than 2 dims), float8 B and depths past the chunk size are held
     unpacked (``PackedB.packed`` is False): calls give the same results as without a pack.
@@ -106,6 +166,12 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None):
     if not isinstance(op, str) or op not in _PACK_OPS:
         raise ValueError(f"pack_b: op must be one of {', '.join(map(repr, _PACK_OPS))}, "
                          f"got {op!r}")
+    if op == "gemm":
+        if b_zero_point is not None or b_scale is not None:
+            raise ValueError("pack_b: gemm has no b_zero_point or b_scale")
+        return _pack_gemm_b(<cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B), transB)
+    if _gemm_flag(transB, "transB") != 0:
+        raise ValueError(f"pack_b: transB is a gemm argument; {op} has none")
     cdef cnp.ndarray bb = _arr(B)
     cdef PackedB pk = PackedB.__new__(PackedB)
     cdef Py_ssize_t K = 1, N = 1
@@ -129,6 +195,8 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None):
     pk.b_zero_point = _readonly_copy(b_zero_point)
     pk.b_scale = _readonly_copy(b_scale)
     pk._blob = None
+    pk.transB = 0
+    pk._gfam = NULL
     pk._fam = gk_qgemm_active()
     pk.isa = pk._fam.isa.decode()
     pk._k = K

@@ -123,7 +123,7 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
      * ints). */
     a_bytes = (size_t)MC * (size_t)KC * esz;
-    b_bytes = (size_t)NC * (size_t)KC * esz;
+    b_bytes = g->b_packed != NULL ? 0 : (size_t)NC * (size_t)KC * esz;
     ws_bytes = 0;
     if (g->acc_y == NULL) {
         if (!split_k) {
@@ -150,7 +150,10 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         do {
             const int kc = (int)min_pd(KC, K - pc); /* 0 only when K == 0 */
             const int first = pc == 0, last = pc + kc >= K;
-            if (kc > 0)
+            if (g->b_packed != NULL) /* block pc of the whole packing, panel jc on */
+                bp = (char *)g->b_packed +
+                     (round_up(g->n, nr) * pc + jc * (ptrdiff_t)kc) * (ptrdiff_t)esz;
+            else if (kc > 0)
                 g->pack_b(&g->b, pc, jc, kc, nc, (int)nr, bp);
             for (ptrdiff_t ic = r->m0; ic < r->m1; ic += MC) {
                 const int mc = (int)min_pd(MC, r->m1 - ic);
@@ -345,7 +348,7 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
     return run_split(kern, g, RUN_DRIVE, 0, 0, 1);
 }
 
-int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
+int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed)
 {
     gk_gemm_epi epi;
     gk_gemm_plan plan;
@@ -353,12 +356,16 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
         return GK_GEMM_EINVAL;
     /* a family may decline a call (gk_gemm_kernel.accepts): the next one of its row runs
-     * it; rows end with a scalar family, which accepts everything */
+     * it (without the packing, which is the declining family's); rows end with a scalar
+     * family, which accepts everything */
     while (kern->accepts != NULL && !kern->accepts(g)) {
         kern = gk_gemm_kernel_after(kern);
+        b_packed = NULL;
         if (kern == NULL)
             return GK_GEMM_EINVAL;
     }
+    if (g->k <= 0)
+        b_packed = NULL;
     gk_gemm_epi_init(&epi, g);
     plan.m = g->m;
     plan.n = g->n;
@@ -375,6 +382,7 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     plan.pack_b = kern->pack_b;
     plan.epilogue = gk_gemm_epi_is_identity(&epi, g->dtype) ? NULL : kern->epilogue;
     plan.epi_ctx = &epi;
+    plan.b_packed = (const char *)b_packed;
     /* Y's storage is the accumulator type (or its signed variant) exactly when the sizes
      * agree: float32/float64/int32/uint32/int64/uint64 */
     if (out_size(g->dtype) == acc_size(kern->acc)) {
@@ -387,7 +395,7 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
     /* B' read in place when its columns are contiguous accumulator-typed elements
      * (float32 / float64 families serve only their own type): small calls, and thin A
      * (at most GK_GEMM_THIN_ROWS rows in at most GK_GEMM_THIN_MAX_PANELS row panels) */
-    if (kern->ukernel_ldb != NULL && plan.acc_y != NULL && g->k > 0 && g->m > 0 &&
+    if (b_packed == NULL && kern->ukernel_ldb != NULL && plan.acc_y != NULL && g->k > 0 && g->m > 0 &&
         g->n >= kern->nr && g->b_cs == (ptrdiff_t)acc_size(kern->acc) &&
         g->k <= INT_MAX && g->m <= INT_MAX) {
         const int small = g->m <= GK_GEMM_SMALL_FLOPS / g->n &&
@@ -405,6 +413,45 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
                              g->m > kern->mr, 0);
     }
     return gk_gemm_drive(kern, &plan);
+}
+
+int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
+{
+    return gk_gemm_run_packed(kern, g, NULL);
+}
+
+/* ---- pre-packed B' (gemmkit.pack_b) ---------------------------------------------------- */
+
+size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n)
+{
+    const size_t esz = acc_size(kern->acc);
+    if (k <= 0 || n <= 0)
+        return 0;
+    if ((size_t)round_up(n, kern->nr) > (size_t)PTRDIFF_MAX / esz / (size_t)k)
+        return 0;
+    return (size_t)round_up(n, kern->nr) * (size_t)k * esz;
+}
+
+int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *g, void *mem)
+{
+    const ptrdiff_t K = g->k, N = g->n, np = round_up(N, kern->nr);
+    const size_t esz = acc_size(kern->acc);
+    gk_gemm_src b;
+    ptrdiff_t KC;
+    int mc0, kc0, nc0;
+    if (gk_gemm_packed_b_size(kern, K, N) == 0 || N > INT_MAX)
+        return GK_GEMM_EINVAL;
+    gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
+    KC = min_pd(kc0, K); /* as the blocked path blocks K (drive_range) */
+    b.p = (const char *)g->b;
+    b.rs = g->b_rs;
+    b.cs = g->b_cs;
+    b.ctx = NULL;
+    for (ptrdiff_t pc = 0; pc < K; pc += KC) {
+        const int kc = (int)min_pd(KC, K - pc);
+        kern->pack_b(&b, pc, 0, kc, (int)N, kern->nr, (char *)mem + (size_t)(np * pc) * esz);
+    }
+    return GK_GEMM_OK;
 }
 
 int gk_gemm(const gk_gemm_args *args)
