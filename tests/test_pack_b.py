@@ -1,0 +1,243 @@
+"""gemmkit.pack_b: a PackedB gives bit for bit the results of the unpacked call, on every
+path, thread count, pickle round trip and path switch; wrong uses raise clearly."""
+from __future__ import annotations
+
+import pickle
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import oracles as o
+from strategies import rand_int8
+
+
+def _gk():
+    import gemmkit
+    return gemmkit
+
+
+@pytest.fixture
+def split_everything():
+    """Every product splits over the threads it is given (tiny shapes included)."""
+    from gemmkit import _core
+    old = _core._set_work_scale(0.0)
+    try:
+        yield
+    finally:
+        _core._set_work_scale(old)
+
+
+def _int8(rng, shape, dt):
+    return rand_int8(rng, shape, dt)
+
+
+# M: small-M path, its edge (8 rows: a packed B takes over), a few panels; K past the
+# int8 kc (depth blocks); N not a multiple of any nr
+_INT8_SHAPES = [(1, 70, 33), (7, 300, 65), (8, 300, 65), (40, 1000, 100), (130, 2100, 129)]
+
+
+@pytest.mark.parametrize("sa,sb", [(np.uint8, np.int8), (np.uint8, np.uint8),
+                                   (np.int8, np.int8), (np.int8, np.uint8)])
+def test_matmul_integer_packed_equals_unpacked(isa, sa, sb, split_everything):
+    gk = _gk()
+    rng = np.random.default_rng(11)
+    for (m, k, n) in _INT8_SHAPES:
+        a = _int8(rng, (m, k), sa)
+        b = _int8(rng, (k, n), sb)
+        azp = _int8(rng, (m,), sa)
+        bzp = _int8(rng, (n,), sb)
+        want = o.matmul_integer(a, b, azp, bzp)
+        pb = gk.pack_b(b, "matmul_integer", b_zero_point=bzp)
+        from gemmkit import _core
+        assert pb.packed and pb.isa == _core._qgemm_family_info()["isa"]
+        for t in (1, 2, 3, 8):
+            with gk.threads(t):
+                got = gk.matmul_integer(a, pb, azp)
+            np.testing.assert_array_equal(got, want, err_msg=f"{m}x{k}x{n} threads={t}")
+        # a batch of A matrices sharing the packed B (folded, and one by one)
+        a3 = _int8(rng, (3, m, k), sa)
+        np.testing.assert_array_equal(gk.matmul_integer(a3, pb),
+                                      gk.matmul_integer(a3, b, None, bzp))
+        np.testing.assert_array_equal(gk.matmul_integer(a3[:, ::-1], pb),
+                                      gk.matmul_integer(a3[:, ::-1], b, None, bzp))
+
+
+def test_qlinear_packed_equals_unpacked(isa, split_everything):
+    gk = _gk()
+    rng = np.random.default_rng(12)
+    for (m, k, n) in _INT8_SHAPES:
+        a = _int8(rng, (m, k), np.uint8)
+        b = _int8(rng, (k, n), np.int8)
+        asc = rng.uniform(0.005, 0.02, m).astype(np.float32)
+        azp = _int8(rng, (m,), np.uint8)
+        bsc = rng.uniform(0.005, 0.02, n).astype(np.float32)
+        bzp = _int8(rng, (n,), np.int8)
+        ys, yzp = np.float32(0.3), np.int8(-3)
+        want = gk.qlinear_matmul(a, asc, azp, b, bsc, bzp, ys, yzp)
+        np.testing.assert_array_equal(
+            want, o.qlinear_matmul(a, asc, azp, b, bsc, bzp, ys, yzp)[0])
+        pb = gk.pack_b(b, "qlinear_matmul", b_zero_point=bzp, b_scale=bsc)
+        for t in (1, 2, 5):
+            with gk.threads(t):
+                got = gk.qlinear_matmul(a, asc, azp, pb, None, None, ys, yzp)
+            np.testing.assert_array_equal(got, want)
+
+
+_GEMM_DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int32, np.uint32,
+                np.int64, np.uint64]
+
+
+def _gemm_paths(gk):
+    return gk.cpu_info()["available"]
+
+
+@pytest.mark.parametrize("dt", _GEMM_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gemm_packed_equals_unpacked(dt, split_everything):
+    gk = _gk()
+    from gemmkit import _core
+    rng = np.random.default_rng(13)
+    default = gk.cpu_info()["isa"]
+    try:
+        for path in _gemm_paths(gk):
+            _core._set_isa(path)
+            # thin (in-place path when unpacked), K past the float kc, odd edges
+            for (m, k, n) in [(1, 70, 33), (5, 600, 40), (40, 1100, 100), (70, 130, 129)]:
+                for tb in (0, 1):
+                    if np.dtype(dt).kind in "iu":
+                        a = rng.integers(0, 60, (m, k)).astype(dt)
+                        b = rng.integers(0, 60, (k, n)).astype(dt)
+                        c = rng.integers(0, 60, (n,)).astype(dt)
+                    else:
+                        a = rng.standard_normal((m, k)).astype(dt)
+                        b = rng.standard_normal((k, n)).astype(dt)
+                        c = rng.standard_normal((n,)).astype(dt)
+                    bb = np.ascontiguousarray(b.T) if tb else b
+                    want = gk.gemm(a, bb, c, 2, 3, transB=tb)
+                    pb = gk.pack_b(bb, "gemm", transB=tb)
+                    assert pb.packed and pb.transB == tb
+                    for t in (1, 2, 4):
+                        with gk.threads(t):
+                            got = gk.gemm(a, pb, c, 2, 3, transB=tb)
+                        assert got.tobytes() == want.tobytes(), (path, m, k, n, tb, t)
+            if np.dtype(dt) == np.float32:  # the unpacked result is right, too
+                a = rng.standard_normal((9, 50)).astype(dt)
+                b = rng.standard_normal((50, 20)).astype(dt)
+                np.testing.assert_allclose(gk.gemm(a, gk.pack_b(b, "gemm")), a @ b,
+                                           rtol=1e-5, atol=1e-5)
+    finally:
+        _core._set_isa(default)
+
+
+def test_pickle_round_trip_and_immutability():
+    gk = _gk()
+    rng = np.random.default_rng(14)
+    a = _int8(rng, (20, 300), np.uint8)
+    b = _int8(rng, (300, 50), np.int8)
+    bzp = _int8(rng, (50,), np.int8)
+    pb = gk.pack_b(b, "matmul_integer", b_zero_point=bzp)
+    pb2 = pickle.loads(pickle.dumps(pb))
+    assert pb2.op == pb.op and pb2.isa == pb.isa and pb2.nbytes == pb.nbytes
+    np.testing.assert_array_equal(gk.matmul_integer(a, pb2), gk.matmul_integer(a, b, None, bzp))
+    # the pack owns copies: changing the caller's arrays changes nothing
+    want = gk.matmul_integer(a, pb)
+    b[:] = 0
+    bzp[:] = 0
+    np.testing.assert_array_equal(gk.matmul_integer(a, pb), want)
+    assert not pb.b.flags.writeable
+    with pytest.raises(AttributeError):
+        pb.op = "gemm"
+    # nbytes: the canonical copies plus the packed block (at least B again)
+    assert pb.nbytes >= 2 * b.nbytes
+    g = gk.pack_b(np.ones((30, 40), np.float32), "gemm", transB=1)
+    g2 = pickle.loads(pickle.dumps(g))
+    assert g2.transB == 1
+    x = np.ones((5, 40), np.float32)
+    np.testing.assert_array_equal(gk.gemm(x, g2, transB=1), gk.gemm(x, np.ones((30, 40), np.float32), transB=1))
+    with pytest.raises(TypeError):
+        gk.PackedB()
+
+
+def test_pack_made_on_another_path_still_exact():
+    """A pack made under one path, used under another (the call packs B as usual)."""
+    gk = _gk()
+    from gemmkit import _core
+    rng = np.random.default_rng(15)
+    a = _int8(rng, (33, 500), np.uint8)
+    b = _int8(rng, (500, 70), np.int8)
+    want = o.matmul_integer(a, b, None, None)
+    af = rng.standard_normal((33, 500)).astype(np.float32)
+    bf = rng.standard_normal((500, 70)).astype(np.float32)
+    default = gk.cpu_info()["isa"]
+    paths = gk.cpu_info()["available"]
+    try:
+        for made in paths:
+            _core._set_isa(made)
+            pb = gk.pack_b(b, "matmul_integer")
+            pg = gk.pack_b(bf, "gemm")
+            for used in paths:
+                _core._set_isa(used)
+                np.testing.assert_array_equal(gk.matmul_integer(a, pb), want)
+                assert gk.gemm(af, pg).tobytes() == gk.gemm(af, bf).tobytes()
+    finally:
+        _core._set_isa(default)
+
+
+def test_unpackable_arguments_are_held_and_exact():
+    gk = _gk()
+    rng = np.random.default_rng(16)
+    # batched B and 1-D B: held unpacked, same results
+    b3 = _int8(rng, (2, 40, 30), np.int8)
+    a3 = _int8(rng, (2, 5, 40), np.uint8)
+    pb = gk.pack_b(b3, "matmul_integer")
+    assert not pb.packed
+    np.testing.assert_array_equal(gk.matmul_integer(a3, pb), o.matmul_integer(a3, b3, None, None))
+    b1 = _int8(rng, (40,), np.int8)
+    np.testing.assert_array_equal(gk.matmul_integer(a3, gk.pack_b(b1, "matmul_integer")),
+                                  gk.matmul_integer(a3, b1))
+    # float8 b for QLinearMatMul
+    bf8 = rng.standard_normal((40, 30)).astype(ml_dtypes.float8_e4m3fn)
+    a = _int8(rng, (5, 40), np.uint8)
+    args = (np.float32(0.1), np.uint8(3))
+    bs, bz = np.float32(0.5), ml_dtypes.float8_e4m3fn(0)
+    pq = gk.pack_b(bf8, "qlinear_matmul", b_scale=bs, b_zero_point=bz)
+    assert not pq.packed
+    got = gk.qlinear_matmul(a, *args, pq, None, None, np.float32(0.2), np.uint8(7))
+    want = gk.qlinear_matmul(a, *args, bf8, bs, bz, np.float32(0.2), np.uint8(7))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_errors():
+    gk = _gk()
+    b = np.ones((10, 4), np.int8)
+    a = np.ones((3, 10), np.uint8)
+    with pytest.raises(ValueError, match="op must be one of"):
+        gk.pack_b(b, "matmul")
+    with pytest.raises(TypeError, match="B must be"):
+        gk.pack_b(np.ones((10, 4), np.float32), "matmul_integer")
+    with pytest.raises(ValueError, match="b_scale"):
+        gk.pack_b(b, "qlinear_matmul", b_zero_point=np.int8(0))
+    with pytest.raises(ValueError, match="b_scale"):
+        gk.pack_b(b, "matmul_integer", b_scale=np.float32(1))
+    with pytest.raises(ValueError, match="transB"):
+        gk.pack_b(b, "matmul_integer", transB=1)
+    with pytest.raises(ValueError, match="gemm has no"):
+        gk.pack_b(np.ones((3, 3), np.float32), "gemm", b_zero_point=np.float32(0))
+    with pytest.raises(ValueError, match="2-D"):
+        gk.pack_b(np.ones((2, 3, 3), np.float32), "gemm")
+    pb = gk.pack_b(b, "matmul_integer", b_zero_point=np.int8(1))
+    with pytest.raises(ValueError, match="b_zero_point must be left unset"):
+        gk.matmul_integer(a, pb, None, np.int8(1))
+    with pytest.raises(ValueError, match="made for matmul_integer"):
+        gk.gemm(np.ones((3, 10), np.float32), pb)
+    with pytest.raises(ValueError, match="made for matmul_integer"):
+        gk.qlinear_matmul(a, np.float32(1), np.uint8(0), pb, None, None, np.float32(1),
+                          np.uint8(0))
+    # shape mismatch with A: the op's own message, naming both
+    with pytest.raises(ValueError):
+        gk.matmul_integer(np.ones((3, 11), np.uint8), pb)
+    pg = gk.pack_b(np.ones((10, 4), np.float32), "gemm")
+    with pytest.raises(TypeError):
+        gk.gemm(np.ones((3, 10), np.float64), pg)
+    with pytest.raises(ValueError, match="transB=0"):
+        gk.gemm(np.ones((3, 4), np.float32), pg, transB=1)
