@@ -160,6 +160,32 @@ def run_case(kind, m, k, n, threads, budget, rng):
     return rows
 
 
+def run_pack_rows(kind, m, k, n, threads, budget, rng):
+    """gemmkit with B packed once (pack_b) against B packed per call, and against
+    onnxruntime with B a constant initializer, on `threads` threads."""
+    if kind == "u8s8":
+        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
+        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
+        pb = gemmkit.pack_b(b, "matmul_integer")
+        f_raw = lambda: gemmkit.matmul_integer(a, b)  # noqa: E731
+        f_pk = lambda: gemmkit.matmul_integer(a, pb)  # noqa: E731
+        s_c = ort_session("MatMulInteger", threads, b_const=b)
+    else:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        pb = gemmkit.pack_b(b, "gemm")
+        f_raw = lambda: gemmkit.gemm(a, b)  # noqa: E731
+        f_pk = lambda: gemmkit.gemm(a, pb)  # noqa: E731
+        s_c = ort_session("Gemm", threads, b_const=b, dtype=np.float32)
+    f_ortc = (lambda: s_c.run(None, {"A": a})) if s_c else None
+    old = gemmkit.set_num_threads(threads)
+    try:
+        t_raw, t_pk, t_c = timed([f_raw, f_pk, f_ortc], budget)
+    finally:
+        gemmkit.set_num_threads(old)
+    return t_raw, t_pk, t_c
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ncpu = gemmkit.cpu_info()["usable_cpus"]
@@ -185,6 +211,18 @@ def main(argv=None):
                 print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(tg):>10}{sp:>6.2f}x{eff:>6.2f}"
                       f"{fmt_t(tn):>10}{ratio(tn, tg):>7}{fmt_t(to):>10}{ratio(to, tg):>7}"
                       f"{fmt_t(tc):>10}{ratio(tc, tg):>7}", flush=True)
+    print(f"\npack_b: B packed once against B packed per call, and against onnxruntime "
+          f"with B a constant initializer (it pre-packs too)")
+    print(f"{'case':<22}{'thr':>4}{'per call':>10}{'pack_b':>10}{'gain':>7}{'ortc':>10}{'ratio':>7}")
+    print("-" * 70)
+    for kind in ("u8s8", "f32"):
+        for (m, k, n) in [(1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]:
+            if args.quick and m != 1:
+                continue
+            for t in sorted({threads[0], threads[-1]}):
+                t_raw, t_pk, t_c = run_pack_rows(kind, m, k, n, t, args.budget, rng)
+                print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(t_raw):>10}{fmt_t(t_pk):>10}"
+                      f"{ratio(t_raw, t_pk):>7}{fmt_t(t_c):>10}{ratio(t_c, t_pk):>7}", flush=True)
     print("\nratio = the other's time / gemmkit's (> 1: gemmkit faster); ort: B as an input, "
           "ortc: B a constant initializer (pre-packed by onnxruntime); NumPy for bf16 is the "
           "float32 route (widen, matmul, round).")

@@ -43,6 +43,20 @@ def self_check(rng):
     with np.errstate(over="ignore"):
         want = Ai @ Bi                                        # NumPy wraps mod 2**64
     results.append(("gemm int64 (wrapping)", np.array_equal(gk.gemm(Ai, Bi), want)))
+
+    # the output split over threads never changes a bit (K is never split)
+    a = rng.integers(0, 256, (300, 700), dtype=np.uint8)
+    b = rng.integers(-128, 128, (700, 500)).astype(np.int8)
+    A = rng.standard_normal((300, 700)).astype(np.float32)
+    B = rng.standard_normal((700, 500)).astype(np.float32)
+    with gk.threads(1):
+        y1, g1 = gk.matmul_integer(a, b), gk.gemm(A, B)
+    same = True
+    for t in (2, 3, 4):
+        with gk.threads(t):
+            same = same and np.array_equal(gk.matmul_integer(a, b), y1) and \
+                gk.gemm(A, B).tobytes() == g1.tobytes()
+    results.append(("1..4 threads give identical results", same))
     return results
 
 
@@ -93,8 +107,8 @@ def main(argv=None):
     results = self_check(rng)
     for name, ok in results:
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    print("\ntiming (median; gemmkit one thread; NumPy: int32 matmul, and its BLAS with its own "
-          "threading for float32):")
+    print(f"\ntiming (median; gemmkit on up to {gk.get_num_threads()} threads; NumPy: int32 "
+          f"matmul, and its BLAS with its own threading for float32):")
     print(f"  {'case':28s} {'gemmkit':>11s} {'NumPy':>11s} {'speed-up':>9s} {'GOP/s':>8s}")
     for name, tg, tn, ops in timing_table(rng):
         print(f"  {name:28s} {tg * 1e6:9.1f}us {tn * 1e6:9.1f}us {tn / tg:8.2f}x "
