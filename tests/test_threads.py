@@ -485,6 +485,37 @@ def test_concurrent_python_threads_with_own_settings():
     assert gk.get_num_threads() == process_before
 
 
+def test_many_concurrent_tiny_calls_never_hang_or_differ():
+    """8 Python threads x 400 tiny split calls each: runs take back the jobs of workers
+    that have not woken, workers are claimed again at once by other runs; a run that took
+    back another run's job (the ABA a claim ticket prevents) would hang both."""
+    rng = np.random.default_rng(71)
+    a, b = _rand(rng, (40, 70), U8), _rand(rng, (70, 50), S8)
+    A = rng.standard_normal((30, 40)).astype(np.float32)
+    B = rng.standard_normal((40, 60)).astype(np.float32)
+    with gk.threads(1):
+        r1, g1 = gk.matmul_integer(a, b), gk.gemm(A, B)
+    errors = []
+
+    def worker(j):
+        try:
+            with gk.threads(j % 4 + 1):
+                for _ in range(400):
+                    assert_same_bytes(gk.matmul_integer(a, b), r1, f"thread {j}")
+                    assert_same_bytes(gk.gemm(A, B), g1, f"thread {j}")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append((j, exc))
+
+    with work_scale(0.0):
+        ts = [threading.Thread(target=worker, args=(j,)) for j in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=60)
+    assert not any(t.is_alive() for t in ts), "a Python thread hung"
+    assert not errors, errors
+
+
 # ------------------------------------------------------------- 4. fork after a call
 
 @pytest.mark.skipif(not HAS_FORK, reason="os.fork is not available on this platform")

@@ -9,18 +9,20 @@
  * IDLE (done: the worker then decrements the job's count of running workers and never
  * touches the job again, which lives on the caller's stack).  A run hands out task
  * indices with an atomic counter; the caller runs tasks too, and once none is left it
- * takes back every job still POSTED (compare-exchange POSTED -> IDLE: that worker has
- * not woken yet and never will see this job), so it waits only for workers that are
- * really working, never for one still waking up (measured under KVM: a sleeping
- * worker takes 100-200 us to wake).
+ * takes back every job still POSTED (compare-exchange POSTED -> IDLE on the ticket of its
+ * own claim: that worker has not woken yet and never will see this job), so it waits
+ * only for workers that are really working, never for one still waking up (measured
+ * under KVM: a sleeping worker takes 100-200 us to wake).  The caller spins briefly for
+ * the running ones, then sleeps on the job's condition variable.
  *
  * Idle: a worker spins (with a pause) for about GK_POOL_SPIN_NS after its last job, so a
  * loop of calls does not pay a wake-up per call, then sleeps on its condition variable:
- * no CPU is used while gemmkit is idle.  1 ms, not less: measured on Zen 4 under KVM, a
- * call 3 ms after the last one (workers asleep) ran 0.85-0.9x the serial time at 256^3
- * and 512^3 int8 (the woken worker starts late and runs slowly at first).  Still far
- * below what OpenMP runtimes keep threads busy by default (Intel's KMP_BLOCKTIME: 200 ms)
- * and below the 100 ms after which no worker may be busy. 
+ * no CPU is used while gemmkit is idle.  The spin yields the CPU every few microseconds
+ * and lasts 0.1 ms, not more: with 8 Python threads calling at once on 2 CPUs, a 1 ms
+ * spin starved the threads that had work (the suite's concurrency test went from 4 s to
+ * minutes).  The price: a call made after the workers fell asleep pays their wake-up
+ * (measured on Zen 4 under KVM, 3 ms after the last call: 0.85-1.2x the serial time at
+ * 256^3-512^3, 1.8-2.0x at 1024^3).
  *
  * Fork (POSIX): a child inherits the pool's memory but none of its threads, and a mutex
  * may be held by a thread that is gone; the atfork child handler forgets every slot
@@ -31,8 +33,9 @@
 #include "gemmkit/gk_parallel.h"
 #include "core/gk_alloc.h"
 
-#define GK_POOL_SPIN_NS 1000000 /* 1 ms */
+#define GK_POOL_SPIN_NS 100000 /* 0.1 ms */
 #define GK_POOL_STACK ((size_t)1 << 20) /* explicit: musl's default is 128 KiB */
+#define GK_WAIT_SPINS 2000                /* a caller's spin (pauses) before it sleeps */
 
 /* ---- atomics, thread-local storage, pause --------------------------------------------- */
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -83,6 +86,8 @@ typedef CONDITION_VARIABLE gk_cond;
 #define gk_cond_init(c) InitializeConditionVariable(c)
 #define gk_cond_wait(c, m) SleepConditionVariableSRW((c), (m), INFINITE, 0)
 #define gk_cond_signal(c) WakeConditionVariable(c)
+#define gk_mutex_destroy(m) ((void)(m))
+#define gk_cond_destroy(c) ((void)(c))
 #define gk_yield() SwitchToThread()
 static uint64_t gk_now_ns(void)
 {
@@ -104,6 +109,8 @@ typedef pthread_cond_t gk_cond;
 #define gk_cond_init(c) pthread_cond_init((c), NULL)
 #define gk_cond_wait(c, m) pthread_cond_wait((c), (m))
 #define gk_cond_signal(c) pthread_cond_signal(c)
+#define gk_mutex_destroy(m) pthread_mutex_destroy(m)
+#define gk_cond_destroy(c) pthread_cond_destroy(c)
 #define gk_yield() sched_yield()
 static uint64_t gk_now_ns(void)
 {
@@ -138,12 +145,22 @@ typedef struct gk_job {
     ptrdiff_t ntasks;
     gk_aptr next;   /* next task index to hand out */
     gk_aint active; /* claimed workers that have not finished */
+    gk_mutex mu;    /* a worker decrements active under it and signals cv at 0, so the */
+    gk_cond cv;     /* caller, which waits under it, returns only after that unlock */
 } gk_job;
 
+/* A slot's state word: (claim ticket << 2) | W_*.  Each claim takes a new ticket, so a
+ * run can take back only the job it posted: a worker that already ran that job, went
+ * idle and was claimed and posted by another run carries a newer ticket (without it the
+ * first run's take-back would steal the second run's job: both would then wait
+ * forever). */
 enum { W_IDLE = 0, W_CLAIMED, W_POSTED, W_RUNNING };
+#define W_STATE(x) ((x) & 3)
+#define W_TICKET(x) ((x) & ~3)
+#define W_NEXT_TICKET(x) ((int)((((unsigned)(x) >> 2) + 1u) & 0x1FFFFFFFu) << 2)
 
 typedef struct gk_worker {
-    gk_aint state;   /* W_* */
+    gk_aint state;   /* ticket << 2 | W_* */
     gk_aint seq;     /* jobs posted to this worker (written under mu) */
     gk_job *job;     /* written while CLAIMED; read by the worker once RUNNING */
     int index;
@@ -174,8 +191,11 @@ static void worker_loop(gk_worker *w)
             const uint64_t t0 = gk_now_ns();
             for (int i = 1; gk_load(&w->seq) == seen; i++) {
                 gk_pause();
-                if (i % 64 == 0 && gk_now_ns() - t0 > GK_POOL_SPIN_NS)
-                    break;
+                if (i % 64 == 0) {
+                    if (gk_now_ns() - t0 > GK_POOL_SPIN_NS)
+                        break;
+                    gk_yield(); /* threads with work come first (oversubscribed CPUs) */
+                }
             }
             gk_lock(&w->mu);
             while (gk_load(&w->seq) == seen)
@@ -185,11 +205,15 @@ static void worker_loop(gk_worker *w)
         seen = (int)gk_load(&w->seq);
         /* the job may have been taken back (its run finished without us): then the
          * state is no longer POSTED and the job is not ours to touch */
-        if (gk_cas(&w->state, W_POSTED, W_RUNNING)) {
+        const int st = (int)gk_load(&w->state);
+        if (W_STATE(st) == W_POSTED && gk_cas(&w->state, st, W_TICKET(st) | W_RUNNING)) {
             gk_job *job = w->job;
             run_tasks(job, w->index);
-            gk_store(&w->state, W_IDLE);
-            gk_dec(&job->active); /* last touch of job */
+            gk_store(&w->state, W_TICKET(st) | W_IDLE);
+            gk_lock(&job->mu);
+            if (gk_dec(&job->active) == 0)
+                gk_cond_signal(&job->cv);
+            gk_unlock(&job->mu); /* last touch of job */
         }
     }
 }
@@ -261,7 +285,7 @@ static void grow_pool(int want)
         gk_worker *w = (gk_worker *)gk_aligned_alloc(sizeof(gk_worker));
         if (w == NULL)
             break;
-        w->state = W_IDLE;
+        w->state = W_IDLE; /* ticket 0 */
         w->seq = 0;
         w->job = NULL;
         w->index = 0;
@@ -280,6 +304,7 @@ static void grow_pool(int want)
 void gk_parallel_run(ptrdiff_t ntasks, int max_threads, gk_task_fn fn, void *ctx)
 {
     gk_worker *taken[GK_MAX_THREADS];
+    int ticket[GK_MAX_THREADS];
     gk_job job;
     int want, got = 0, n;
     if (ntasks <= 0)
@@ -290,10 +315,14 @@ void gk_parallel_run(ptrdiff_t ntasks, int max_threads, gk_task_fn fn, void *ctx
     if (want > 0 && !gk_in_run) {
         grow_pool(want);
         n = (int)gk_load(&gk_pool_n);
-        for (int i = 0; i < n && got < want; i++)
-            if (gk_load(&gk_pool[i]->state) == W_IDLE &&
-                gk_cas(&gk_pool[i]->state, W_IDLE, W_CLAIMED))
+        for (int i = 0; i < n && got < want; i++) {
+            const int st = (int)gk_load(&gk_pool[i]->state);
+            if (W_STATE(st) == W_IDLE &&
+                gk_cas(&gk_pool[i]->state, st, W_NEXT_TICKET(st) | W_CLAIMED)) {
+                ticket[got] = W_NEXT_TICKET(st);
                 taken[got++] = gk_pool[i];
+            }
+        }
     }
     if (got == 0) { /* one thread: inside a run, a 1-thread setting, or no idle worker */
         for (ptrdiff_t t = 0; t < ntasks; t++)
@@ -305,26 +334,34 @@ void gk_parallel_run(ptrdiff_t ntasks, int max_threads, gk_task_fn fn, void *ctx
     job.ntasks = ntasks;
     job.next = 0;
     job.active = got;
+    gk_mutex_init(&job.mu);
+    gk_cond_init(&job.cv);
     for (int i = 0; i < got; i++) {
         gk_worker *w = taken[i];
         w->job = &job;
         w->index = i + 1;
-        gk_store(&w->state, W_POSTED); /* publishes job and index */
+        gk_store(&w->state, ticket[i] | W_POSTED); /* publishes job and index */
         gk_lock(&w->mu);
         gk_store(&w->seq, (int)gk_load(&w->seq) + 1);
         gk_cond_signal(&w->cv);
         gk_unlock(&w->mu);
     }
     run_tasks(&job, 0);
-    /* no task left: take back the jobs of workers that have not started */
+    /* no task left: take back the jobs of workers that have not started (no worker
+     * will touch the job for them; the count is read under the mutex below) */
     for (int i = 0; i < got; i++)
-        if (gk_cas(&taken[i]->state, W_POSTED, W_IDLE))
+        if (gk_cas(&taken[i]->state, ticket[i] | W_POSTED, ticket[i] | W_IDLE))
             gk_dec(&job.active);
-    for (int i = 1; gk_load(&job.active) != 0; i++) {
+    /* the running workers finish their last task: spin briefly, then sleep (a worker
+     * descheduled on a busy machine must not be waited for by spinning) */
+    for (int i = 0; i < GK_WAIT_SPINS && gk_load(&job.active) != 0; i++)
         gk_pause();
-        if (i % 1024 == 0)
-            gk_yield(); /* a worker may have been descheduled */
-    }
+    gk_lock(&job.mu);
+    while (gk_load(&job.active) != 0)
+        gk_cond_wait(&job.cv, &job.mu);
+    gk_unlock(&job.mu);
+    gk_mutex_destroy(&job.mu);
+    gk_cond_destroy(&job.cv);
 }
 
 void gk_parallel_for(ptrdiff_t ntasks, gk_task_fn fn, void *ctx)
