@@ -573,7 +573,9 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
  * columns only. */
 
 /* Multiply-adds per thread below which a product stays on fewer threads: a part must
- * pay for waking a worker (tens of microseconds when it sleeps). */
+ * pay for handing it to a worker (a few us when it spins, 0.1-0.2 ms when it sleeps).
+ * Measured on Zen 4, 2 threads in a loop of calls: u8s8 192^3 (7M) stays serial, 256^3
+ * 1.75-2.06x, 512^3 1.86-1.93x. */
 #define GK_QPAR_MIN_MACS ((double)(1 << 22))
 
 static gk_qgemm_problem sub_problem(const gk_qgemm_problem *p, ptrdiff_t m0, ptrdiff_t m1,
