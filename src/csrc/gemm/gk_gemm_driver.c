@@ -83,6 +83,16 @@ void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
     }
 }
 
+/* The depth of the blocked path's K blocks for a product of depth K: the family's KC,
+ * at most K, at least 1 (K == 0 still runs one empty block: the kernel's first-block
+ * flag zeroes the tile and the epilogue carries beta*C).  It depends on K and the family
+ * only, so every part of a split call (every thread count) and a whole-B packing
+ * (gk_gemm_pack_b_whole) block K alike. */
+static ptrdiff_t k_block(ptrdiff_t kc_family, ptrdiff_t K)
+{
+    return K == 0 ? 1 : min_pd(kc_family, K);
+}
+
 /* The rows [m0, m1) and columns [n0, n1) of the plan's output: one thread's part (the
  * whole output on one thread).  Every index the packers, the epilogue and Y see is the
  * plan's own; only the stripe workspace is indexed from (m0, n0). */
@@ -111,13 +121,10 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         NC = nc0;
     }
     /* Blocks never exceed the problem (rounded to the tile), so small calls allocate
-     * little.  KC is at least 1 so that K == 0 still runs one (empty) K block: the
-     * kernel's first-block flag zeroes the tile and the epilogue carries beta*C.  KC
-     * depends on K and the family only, so every part of a split call (and every thread
-     * count) blocks K alike: the sums are the same. */
+     * little. */
     MC = min_pd(MC, round_up(M, mr));
     NC = min_pd(NC, round_up(N, nr));
-    KC = K == 0 ? 1 : min_pd(KC, K);
+    KC = k_block(KC, K);
     split_k = K > KC;
 
     /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
@@ -444,7 +451,7 @@ int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *g, void
     if (gk_gemm_packed_b_size(kern, K, N) == 0 || N > INT_MAX)
         return GK_GEMM_EINVAL;
     gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
-    KC = min_pd(kc0, K); /* as the blocked path blocks K (drive_range) */
+    KC = k_block(kc0, K); /* K > 0 here */
     b.p = (const char *)g->b;
     b.rs = g->b_rs;
     b.cs = g->b_cs;

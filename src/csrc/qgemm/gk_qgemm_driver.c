@@ -249,13 +249,39 @@ static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, b
     return 0;
 }
 
-/* Bytes of B packed whole for bcache (panels, then N column sums): 0 past
- * GK_QBCACHE_MAX_BYTES. */
-static size_t bcache_bytes(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
+/* Bytes of the packed panels of all of a k x n B (64-byte rounded: the column sums
+ * follow them). */
+static size_t bcache_panel_bytes(const gk_qgemm_kernel *kern, int k, int n)
 {
-    const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
-    const size_t bytes = gk_round64(round_up((size_t)p->n, kern->nr) * kp * kern->b_elem_bytes);
-    return bytes <= GK_QBCACHE_MAX_BYTES ? bytes : 0;
+    const size_t kp = round_up((size_t)k, (size_t)kern->kstep);
+    return gk_round64(round_up((size_t)n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
+}
+
+/* An empty cache for p's B in mem (bcache_panel_bytes, then n column sums). */
+static bcache bcache_at(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
+{
+    bcache bc;
+    bc.mem = (unsigned char *)mem;
+    bc.colsum = (int32_t *)((unsigned char *)mem + bcache_panel_bytes(kern, p->k, p->n));
+    bc.b = NULL;
+    bc.n_all = p->n;
+    bc.n_off = 0;
+    return bc;
+}
+
+/* A new, empty cache for p's B: 0; 1 when it would pass GK_QBCACHE_MAX_BYTES (then B is
+ * packed block by block); -1 without memory.  The caller frees bc->mem. */
+static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc)
+{
+    const size_t panels = bcache_panel_bytes(kern, p->k, p->n);
+    void *mem;
+    if (panels > GK_QBCACHE_MAX_BYTES)
+        return 1;
+    mem = gk_aligned_alloc(panels + gk_round64((size_t)p->n * 4));
+    if (mem == NULL)
+        return -1;
+    *bc = bcache_at(kern, p, mem);
+    return 0;
 }
 
 /* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
@@ -656,14 +682,8 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
         if (use == BC_READ && bc->n_off == 0) {
             j.bc = bc; /* already packed (pack_b, or a batch's earlier matrix) */
         } else if (j.tn == 1) { /* row parts: pack B once for all of them */
-            if (use != BC_FILL) {
-                const size_t bytes = bcache_bytes(kern, p);
-                bc = NULL;
-                if (bytes > 0 && (own.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4)) != NULL) {
-                    own.colsum = (int32_t *)(own.mem + bytes);
-                    bc = &own;
-                }
-            }
+            if (use != BC_FILL)
+                bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
             if (bc != NULL && bcache_fill(kern, p, bc) == 0)
                 j.bc = bc;
         }
@@ -938,14 +958,11 @@ static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
         }
     }
     if (pre == NULL && c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
-        const size_t bytes = bcache_bytes(kern, p);
-        if (bytes > 0) {
-            bc.mem = (unsigned char *)gk_aligned_alloc(bytes + (size_t)p->n * 4);
-            if (!bc.mem)
-                return -1;
-            bc.colsum = (int32_t *)(bc.mem + bytes);
+        const int made = bcache_new(kern, p, &bc);
+        if (made < 0)
+            return -1;
+        if (made == 0)
             r.bc = &bc;
-        }
     }
     const int rc = each_matrix(p, &c, run_matrix, &r);
     if (bc.mem)
@@ -962,25 +979,9 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const g
 
 size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n)
 {
-    size_t kp, panels;
     if (k <= 0 || n <= 0 || k > GK_QGEMM_KCHUNK)
         return 0;
-    kp = round_up((size_t)k, (size_t)kern->kstep);
-    panels = gk_round64(round_up((size_t)n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
-    return panels + gk_round64((size_t)n * 4);
-}
-
-static bcache packed_view(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
-{
-    const size_t kp = round_up((size_t)p->k, (size_t)kern->kstep);
-    const size_t panels = gk_round64(round_up((size_t)p->n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
-    bcache bc;
-    bc.mem = (unsigned char *)mem;
-    bc.colsum = (int32_t *)((unsigned char *)mem + panels);
-    bc.b = NULL;
-    bc.n_all = p->n;
-    bc.n_off = 0;
-    return bc;
+    return bcache_panel_bytes(kern, k, n) + gk_round64((size_t)n * 4);
 }
 
 int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
@@ -988,7 +989,7 @@ int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p
     bcache bc;
     if (gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
         return -1;
-    bc = packed_view(kern, p, mem);
+    bc = bcache_at(kern, p, mem);
     return bcache_fill(kern, p, &bc);
 }
 
@@ -998,7 +999,7 @@ int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
     bcache bc;
     if (packed_b == NULL || gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
         return qgemm_run(kern, p, batch, NULL);
-    bc = packed_view(kern, p, (void *)packed_b);
+    bc = bcache_at(kern, p, (void *)packed_b);
     bc.b = p->b; /* packed from this very B (the caller's promise) */
     return qgemm_run(kern, p, batch, &bc);
 }
