@@ -32,9 +32,11 @@ def _int8(rng, shape, dt):
     return rand_int8(rng, shape, dt)
 
 
-# M: small-M path, its edge (8 rows: a packed B takes over), a few panels; K past the
-# int8 kc (depth blocks); N not a multiple of any nr
-_INT8_SHAPES = [(1, 70, 33), (7, 300, 65), (8, 300, 65), (40, 1000, 100), (130, 2100, 129)]
+# M: small M (families with row-count kernels read the packed B from 1 row, the others
+# run the small-M path below 8 rows), a few panels; K past the int8 kc (depth blocks,
+# small M included); N not a multiple of any nr
+_INT8_SHAPES = [(1, 70, 33), (1, 1500, 100), (3, 1100, 70), (5, 600, 200), (7, 300, 65),
+                (8, 300, 65), (40, 1000, 100), (130, 2100, 129)]
 
 
 @pytest.mark.parametrize("sa,sb", [(np.uint8, np.int8), (np.uint8, np.uint8),

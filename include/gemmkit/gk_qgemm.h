@@ -156,6 +156,11 @@ typedef struct gk_qgemm_kernel {
      * K (a multiple of kstep); 0, as in a table entry that leaves it out: derived from the
      * tile and the L1 data cache (gk_qgemm_kc in gk_qgemm_driver.h). */
     int kc;
+    /* Rows from which the driver reads a pre-packed B (gemmkit.pack_b) rather than run the
+     * small-M path; 0, as in a table entry that leaves it out: 8.  A family whose
+     * micro-kernel computes only the valid rows of a partial tile sets 1 (its packed
+     * panels then serve every M better than streaming B through the small-M path). */
+    int packed_min_m;
 } gk_qgemm_kernel;
 
 /* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */

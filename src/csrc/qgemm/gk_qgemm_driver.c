@@ -119,7 +119,8 @@ static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
     return (const float *)((const char *)base + bytes) + elems;
 }
 
-/* Rows from which a product reads a pre-packed B rather than run the small-M path. */
+/* Rows from which a product reads a pre-packed B rather than run the small-M path, for a
+ * family that does not set its own (gk_qgemm_kernel.packed_min_m). */
 #define GK_QPACKED_MIN_M 8
 
 static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
@@ -128,14 +129,27 @@ static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 }
 
 /* The small-M path runs p unless a packed B (bc, when it holds p's B) serves better: from
- * GK_QPACKED_MIN_M rows (measured on Zen 4 at K = N = 4096 / 1024, avx512vnni: M = 16
- * 1.3-1.7x faster packed, M = 4 0.8-1.0x, M = 1 0.5-0.9x). */
+ * the family's packed_min_m rows, else GK_QPACKED_MIN_M (families whose micro-kernel
+ * computes all MR rows of a partial tile, measured on Zen 4 at K = N = 4096 / 1024 before
+ * avx512vnni had row-count kernels: M = 16 1.3-1.7x faster packed, M = 4 0.8-1.0x, M = 1
+ * 0.5-0.9x). */
 static int uses_smallm(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const bcache *bc)
 {
-    return smallm_runs(kern, p) && (p->m < GK_QPACKED_MIN_M || bcache_use(bc, p) != BC_READ);
+    const int min_m = kern->packed_min_m > 0 ? kern->packed_min_m : GK_QPACKED_MIN_M;
+    return smallm_runs(kern, p) && (p->m < min_m || bcache_use(bc, p) != BC_READ);
 }
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
+
+/* 1 when the n >= 1 values are one value (a per-tensor zero point, expanded). */
+static int all_equal(const int32_t *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (v[i] != v[0])
+            return 0;
+    return 1;
+}
+
 static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                      bcache *bc, int *rc);
 
@@ -383,11 +397,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     /* za one value over the rows and zb one over the columns: the correction separates
      * (handed to the kernels for int32 outputs, where it saves two vpmulld per vector;
      * next to a requantization it is not worth the kernel code) */
-    int separable = !requant;
-    for (int i = 1; i < M && separable; i++)
-        separable = za[i] == za[0];
-    for (int j = 1; j < N && separable; j++)
-        separable = zb[j] == zb[0];
+    const int separable = !requant && all_equal(za, M) && all_equal(zb, N);
 
     gk_qepi epi;
     memset(&epi, 0, sizeof epi);

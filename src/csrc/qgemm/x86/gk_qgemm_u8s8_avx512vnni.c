@@ -95,6 +95,85 @@ GK_ALWAYS_INLINE void gk_avx512vnni_tile_epilogue(const gk_qepi *e, int m0, int 
             gk_qepi_zmm_dot(e, m0 + i, n0 + 16 * v, acc[i][v], bzp[v], cc[v], (__mmask16)0xFFFF);
 }
 
+/* The k-loop of a tile with only `rows` < MR valid rows (M < 8 reading a pre-packed B,
+ * and a bottom edge): only those rows' vpdpbusd, so one row costs 2 vpdpbusd per 128-byte
+ * k-group of the B panel instead of 16.  With few rows the vpdpbusd latency would bound
+ * the loop: `sets` independent accumulator sets take alternate k-groups and are summed at
+ * the end (int32 addition wraps and is associative mod 2^32: the same bits).  rows and
+ * sets are constants after inlining; rows * sets * NV <= 16 accumulators (sets <= 4).  Rows past
+ * `rows` are returned zero. */
+GK_ALWAYS_INLINE void gk_avx512vnni_kloop_rows(int rows, int sets, int ng, const int32_t *ap,
+                                               const __m512i *bp,
+                                               __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV])
+{
+    __m512i s[4][GK_AVX512VNNI_MR][GK_AVX512VNNI_NV];
+    GK_UNROLL(4)
+    for (int q = 0; q < sets; q++)
+        GK_UNROLL(8)
+        for (int i = 0; i < rows; i++)
+            GK_UNROLL(4)
+            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                s[q][i][v] = _mm512_setzero_si512();
+    int g = 0;
+    for (; g + sets <= ng; g += sets) {
+        GK_UNROLL(4)
+        for (int q = 0; q < sets; q++) {
+            __m512i b[GK_AVX512VNNI_NV];
+            GK_UNROLL(4)
+            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                b[v] = _mm512_loadu_si512(bp + (ptrdiff_t)(g + q) * GK_AVX512VNNI_NV + v);
+            GK_UNROLL(8)
+            for (int i = 0; i < rows; i++) {
+                const __m512i av = _mm512_set1_epi32(ap[(ptrdiff_t)(g + q) * GK_AVX512VNNI_MR + i]);
+                GK_UNROLL(4)
+                for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                    GK_DPBUSD512(s[q][i][v], av, b[v]);
+            }
+        }
+    }
+    for (; g < ng; g++) {
+        __m512i b[GK_AVX512VNNI_NV];
+        GK_UNROLL(4)
+        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+            b[v] = _mm512_loadu_si512(bp + (ptrdiff_t)g * GK_AVX512VNNI_NV + v);
+        GK_UNROLL(8)
+        for (int i = 0; i < rows; i++) {
+            const __m512i av = _mm512_set1_epi32(ap[(ptrdiff_t)g * GK_AVX512VNNI_MR + i]);
+            GK_UNROLL(4)
+            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
+                GK_DPBUSD512(s[0][i][v], av, b[v]);
+        }
+    }
+    GK_UNROLL(8)
+    for (int i = 0; i < GK_AVX512VNNI_MR; i++)
+        GK_UNROLL(4)
+        for (int v = 0; v < GK_AVX512VNNI_NV; v++) {
+            __m512i t = _mm512_setzero_si512();
+            if (i < rows) {
+                t = s[0][i][v];
+                GK_UNROLL(4)
+                for (int q = 1; q < sets; q++)
+                    t = _mm512_add_epi32(t, s[q][i][v]);
+            }
+            acc[i][v] = t;
+        }
+}
+
+/* Rows 1..7 of a partial tile, each with its own instance of the loop above. */
+static void gk_avx512vnni_kloop_partial(int rows, int ng, const int32_t *ap, const __m512i *bp,
+                                        __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV])
+{
+    switch (rows) {
+    case 1: gk_avx512vnni_kloop_rows(1, 4, ng, ap, bp, acc); break;
+    case 2: gk_avx512vnni_kloop_rows(2, 4, ng, ap, bp, acc); break;
+    case 3: gk_avx512vnni_kloop_rows(3, 2, ng, ap, bp, acc); break;
+    case 4: gk_avx512vnni_kloop_rows(4, 2, ng, ap, bp, acc); break;
+    case 5: gk_avx512vnni_kloop_rows(5, 1, ng, ap, bp, acc); break;
+    case 6: gk_avx512vnni_kloop_rows(6, 1, ng, ap, bp, acc); break;
+    default: gk_avx512vnni_kloop_rows(7, 1, ng, ap, bp, acc); break;
+    }
+}
+
 static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, int kp,
                                                   const void *a_panel, const void *b_panel,
                                                   const gk_qepi *e, int m0, int n0)
@@ -199,9 +278,11 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
         gk_avx512vnni_tile_epilogue(e, m0, n0, acc);
         return;
     }
-    /* a partial tile, or a FINISH / NONE epilogue only the scalar reference handles: the
-     * same k-loop, the tile stored to t for the code below */
-    {
+    if (mr_valid < GK_AVX512VNNI_MR) {
+        gk_avx512vnni_kloop_partial(mr_valid, ng, ap, bp, acc);
+    } else {
+        /* a partial tile (columns), or a FINISH / NONE epilogue only the scalar reference
+         * handles: the same k-loop, the tile stored to t for the code below */
         GK_ALIGNED(64) __m512i t[GK_AVX512VNNI_MR * GK_AVX512VNNI_NV];
         const int32_t *pa = ap, *pe = ap + (ptrdiff_t)ng * GK_AVX512VNNI_MR;
         const __m512i *pb = bp;
@@ -312,4 +393,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     gk_qgemm_u8s8_avx512vnni_8x32_ukernel, GK_X86_SMALLM_MAX, gk_qgemm_u8s8_avx512vnni_smallm,
     NULL, NULL, /* begin, end: none */
     0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
+    1,          /* packed_min_m: partial tiles compute only their rows */
 };
