@@ -185,15 +185,46 @@ def test_pack_made_on_another_path_still_exact():
         _core._set_isa(default)
 
 
+@pytest.mark.parametrize("m", [1, 3, 8, 37])
+def test_batched_b_packs_each_matrix(isa, m, split_everything):
+    """A batched B packs every matrix; each matrix of the product reads its own packing,
+    with B's batch dims broadcast against A's (and per-batch zero points and scales)."""
+    gk = _gk()
+    rng = np.random.default_rng(17 + m)
+    k, n = 600, 70  # past the int8 kc: depth blocks
+    b4 = _int8(rng, (2, 3, k, n), np.uint8)
+    bzp = _int8(rng, (2, 3, 1, n), np.uint8)
+    pb = gk.pack_b(b4, "matmul_integer", b_zero_point=bzp)
+    assert pb.packed and pb.nbytes >= 2 * b4.nbytes
+    for a in (_int8(rng, (2, 3, m, k), np.int8),     # one A per B
+              _int8(rng, (4, 2, 1, m, k), np.int8),  # A broadcast over B's batch dims
+              _int8(rng, (m, k), np.int8)):          # one A for every B
+        want = o.matmul_integer(a, b4, None, bzp)
+        for t in (1, 2, 3):
+            with gk.threads(t):
+                np.testing.assert_array_equal(gk.matmul_integer(a, pb), want,
+                                              err_msg=f"A {a.shape} threads={t}")
+    # QLinearMatMul: per-batch, per-column b scales and zero points
+    b3 = _int8(rng, (3, k, n), np.int8)
+    bs = rng.uniform(0.002, 0.01, (3, 1, n)).astype(np.float32)
+    bz = _int8(rng, (3, 1, n), np.int8)
+    a = _int8(rng, (3, m, k), np.uint8)
+    args = (np.float32(0.02), np.uint8(100))
+    ys, yz = np.float32(0.7), np.int8(5)
+    pq = gk.pack_b(b3, "qlinear_matmul", b_scale=bs, b_zero_point=bz)
+    assert pq.packed
+    want = o.qlinear_matmul(a, *args, b3, bs, bz, ys, yz)[0]
+    np.testing.assert_array_equal(gk.qlinear_matmul(a, *args, pq, None, None, ys, yz), want)
+    # pickled to another process, it packs again and gives the same bits
+    np.testing.assert_array_equal(
+        gk.qlinear_matmul(a, *args, pickle.loads(pickle.dumps(pq)), None, None, ys, yz), want)
+
+
 def test_unpackable_arguments_are_held_and_exact():
     gk = _gk()
     rng = np.random.default_rng(16)
-    # batched B and 1-D B: held unpacked, same results
-    b3 = _int8(rng, (2, 40, 30), np.int8)
     a3 = _int8(rng, (2, 5, 40), np.uint8)
-    pb = gk.pack_b(b3, "matmul_integer")
-    assert not pb.packed
-    np.testing.assert_array_equal(gk.matmul_integer(a3, pb), o.matmul_integer(a3, b3, None, None))
+    # 1-D B: held unpacked, same results
     b1 = _int8(rng, (40,), np.int8)
     np.testing.assert_array_equal(gk.matmul_integer(a3, gk.pack_b(b1, "matmul_integer")),
                                   gk.matmul_integer(a3, b1))

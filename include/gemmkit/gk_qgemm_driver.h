@@ -104,16 +104,20 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
  * sums).  gk_qgemm_packed_b_size: bytes of that block (64-byte aligned), 0 where no
  * packing is kept (k or n <= 0, k > GK_QGEMM_KCHUNK).  gk_qgemm_pack_b_whole packs p's B
  * (p->k, n, b, b_rs, b_cs, b_signed) into mem (that size, 64-byte aligned); 0 or -1.
- * gk_qgemm_run_packed is gk_qgemm_run reading that packing for p's B, which must be the
- * B it was packed from (same pointer, strides, k, n, sign, family) and shared by every
- * matrix of the batch; the small-M path reads B itself.  Read only: calls may share it. */
+ * gk_qgemm_run_packed is gk_qgemm_run reading packings of p's B made by the same family:
+ *   nmat == 1  packed_b is one block, packed from p's B itself (same pointer, strides, k,
+ *              n, sign), which every matrix of the batch shares;
+ *   nmat > 1   packed_b is nmat consecutive blocks, block t packed from the row-major
+ *              k x n matrix at p->b + t * k * n (a C-contiguous batch of B): every matrix
+ *              of the batch has its B among them and reads its own block.
+ * The small-M path reads B itself.  Read only: calls may share the packing. */
 size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n);
 int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem);
 int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                        const gk_qbatch *batch, const void *packed_b);
+                        const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat);
 /* QLinearMatMul (gk_qlinear_run) with a pre-packed integer B; float8 operands ignore it. */
 int gk_qlinear_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                          const gk_qbatch *batch, const void *packed_b);
+                          const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat);
 
 /* Calls fn(ctx, q) once for every matrix q of the batch (p itself when batch is NULL), as
  * independent gk_parallel tasks (any order, possibly concurrently: fn must own its

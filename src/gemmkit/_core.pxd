@@ -135,9 +135,9 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
     size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n)
     int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
     int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                            const gk_qbatch *batch, const void *packed_b)
+                            const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat)
     int gk_qlinear_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                              const gk_qbatch *batch, const void *packed_b)
+                              const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat)
     int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                      const gk_qbatch *batch)
     int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,

@@ -39,6 +39,7 @@ cdef class PackedB:
     cdef const gk_qgemm_kernel *_fam   # the int8 family _blob was packed for
     cdef const gk_gemm_kernel *_gfam   # the Gemm family _blob was packed for
     cdef Py_ssize_t _k, _n
+    cdef Py_ssize_t _nmat              # int8: B matrices packed one after another (batched B)
     cdef ptrdiff_t _b_rs, _b_cs        # gemm: B' strides (bytes) as packed
 
     def __init__(self, *args, **kwargs):
@@ -78,17 +79,19 @@ cdef class PackedB:
 
     cdef const void *_int8_packing(self, const gk_qgemm_kernel *kern,
                                    const gk_qgemm_problem *p, const gk_qbatch *bt):
-        """The packed block when it serves this call (same family, B laid out as packed,
-        shared by every matrix of the batch), else NULL."""
+        """The packed blocks when they serve this call (same family, B laid out as packed:
+        one matrix shared by every matrix of the batch, or _nmat C-contiguous matrices,
+        each packed, from which every matrix of the batch takes its B), else NULL."""
         cdef int d
         if self._blob is None or kern != self._fam:
             return NULL
         if (p.b != <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>self.b) or p.k != self._k
                 or p.n != self._n or p.b_rs != self._n or p.b_cs != 1):
             return NULL
-        for d in range(bt.ndim):
-            if bt.stride[GK_QB_B][d] != 0:
-                return NULL
+        if self._nmat == 1:
+            for d in range(bt.ndim):
+                if bt.stride[GK_QB_B][d] != 0:
+                    return NULL
         return cnp.PyArray_DATA(<cnp.ndarray>self._blob)
 
     cdef const void *_gemm_packing(self, const gk_gemm_kernel *kern, const gk_gemm_args *g):
@@ -127,6 +130,7 @@ cdef PackedB _pack_gemm_b(cnp.ndarray bb, transB):
     pk.isa = pk._gfam.isa.decode()
     pk._k = K
     pk._n = cnp.PyArray_DIM(b, 1 - tb)
+    pk._nmat = 1
     pk._b_rs = cnp.PyArray_STRIDE(b, tb)
     pk._b_cs = cnp.PyArray_STRIDE(b, 1 - tb)
     cdef size_t size = gk_gemm_packed_b_size(pk._gfam, pk._k, pk._n)
@@ -160,8 +164,9 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     (B with ``transB``: the pack holds B' and gemm must be called with the same transB).
     The arguments are checked as the op checks them (same errors) and copied.  B is packed
     for the kernel path in use now; a call made under another path packs B as usual.
-    Batched B (more than 2 dims), float8 B and depths past the chunk size are held
-    unpacked (``PackedB.packed`` is False): calls give the same results as without a pack.
+    A batched B (more than 2 dims) packs each of its matrices.  A 1-D B, float8 B and
+    depths past the chunk size are held unpacked (``PackedB.packed`` is False): calls give
+    the same results as without a pack.
     """
     if not isinstance(op, str) or op not in _PACK_OPS:
         raise ValueError(f"pack_b: op must be one of {', '.join(map(repr, _PACK_OPS))}, "
@@ -201,8 +206,13 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     pk.isa = pk._fam.isa.decode()
     pk._k = K
     pk._n = bb.shape[cnp.PyArray_NDIM(bb) - 1] if cnp.PyArray_NDIM(bb) >= 2 else 1
+    pk._nmat = 1
+    cdef int d
+    for d in range(cnp.PyArray_NDIM(bb) - 2):
+        pk._nmat *= bb.shape[d]
     cdef int tb = _qtype(<cnp.ndarray>pk.b)
-    if cnp.PyArray_NDIM(bb) != 2 or not _is_int8(tb) or pk._k <= 0 or pk._n <= 0:
+    if (cnp.PyArray_NDIM(bb) < 2 or not _is_int8(tb) or pk._k <= 0 or pk._n <= 0
+            or pk._nmat <= 0):
         return pk
     cdef size_t size = gk_qgemm_packed_b_size(pk._fam, <int>pk._k, <int>pk._n)
     if size == 0:
@@ -211,15 +221,20 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     memset(&p, 0, sizeof(p))
     p.k = <int>pk._k
     p.n = <int>pk._n
-    p.b = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>pk.b)
     p.b_rs = pk._n
     p.b_cs = 1
     p.b_signed = tb == GK_QT_S8
-    blob = _empty_aligned64((<Py_ssize_t>size,), np.uint8)
-    cdef void *mem = cnp.PyArray_DATA(<cnp.ndarray>blob)
-    cdef int rc
+    cdef const uint8_t *b0 = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>pk.b)
+    blob = _empty_aligned64((<Py_ssize_t>size * pk._nmat,), np.uint8)
+    cdef unsigned char *mem = <unsigned char *>cnp.PyArray_DATA(<cnp.ndarray>blob)
+    cdef int rc = 0
+    cdef Py_ssize_t t
     with nogil:
-        rc = gk_qgemm_pack_b_whole(pk._fam, &p, mem)
+        for t in range(pk._nmat):  # block t: the row-major K x N matrix t of the batch
+            p.b = b0 + t * pk._k * pk._n
+            rc = gk_qgemm_pack_b_whole(pk._fam, &p, mem + <size_t>t * size)
+            if rc != 0:
+                break
     if rc != 0:
         raise MemoryError(f"pack_b: out of memory packing B {bb.dtype}{list((<object>bb).shape)}")
     pk._blob = blob

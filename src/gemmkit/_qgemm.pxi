@@ -83,14 +83,16 @@ cdef object _qmatmul(_QOp op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small b
     p.y = cnp.PyArray_DATA(y)
     cdef const gk_qgemm_kernel *kern = gk_qgemm_active()
     cdef const void *packed = NULL
+    cdef ptrdiff_t nmat = 1
     if pk is not None:
         packed = pk._int8_packing(kern, &p, &bt)
+        nmat = pk._nmat
     cdef int rc
     with nogil:
         if op == _QOP_MATMUL_INTEGER:
-            rc = gk_qgemm_run_packed(kern, &p, &bt, packed)
+            rc = gk_qgemm_run_packed(kern, &p, &bt, packed, nmat)
         else:
-            rc = gk_qlinear_run_packed(kern, &p, &bt, packed)
+            rc = gk_qlinear_run_packed(kern, &p, &bt, packed, nmat)
     if rc != 0:
         raise MemoryError(f"{_QOP_NAMES[op]}: out of memory for packing buffers "
                           f"({_who(a, b, an, bn)})")

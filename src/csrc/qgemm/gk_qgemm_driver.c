@@ -900,21 +900,41 @@ static void gather_a(const gk_qgemm_problem *p, const gk_qbatch *c, uint8_t *dst
     }
 }
 
+/* A batch of B matrices packed one by one (gemmkit.pack_b of a batched B): nmat blocks
+ * of `bytes` each at mem, block t packed from the k x n matrix at b0 + t * k * n. */
+typedef struct bset {
+    const unsigned char *mem;
+    size_t bytes;
+    const uint8_t *b0;
+    ptrdiff_t nmat;
+} bset;
+
 typedef struct batch_run {
     const gk_qgemm_kernel *kern;
     bcache *bc;
+    const bset *set; /* or NULL */
     int may_split;
 } batch_run;
 
 static int run_matrix(void *ctx, const gk_qgemm_problem *q)
 {
     const batch_run *r = (const batch_run *)ctx;
+    if (r->set) {
+        /* q's B is one of the set's matrices (the caller's promise); its own packing */
+        const ptrdiff_t kn = (ptrdiff_t)q->k * q->n, off = q->b - r->set->b0;
+        if (kn > 0 && off >= 0 && off % kn == 0 && off / kn < r->set->nmat) {
+            bcache bc = bcache_at(r->kern, q, (void *)(r->set->mem + (size_t)(off / kn) * r->set->bytes));
+            bc.b = q->b;
+            return run_one(r->kern, q, NULL, &bc, r->may_split);
+        }
+    }
     return run_one(r->kern, q, NULL, r->bc, r->may_split);
 }
 
-/* pre: B packed whole by gk_qgemm_pack_b_whole (B shared by every matrix), or NULL. */
+/* pre: B packed whole by gk_qgemm_pack_b_whole (B shared by every matrix), or NULL;
+ * set: each matrix's B packed (pre is NULL), or NULL. */
 static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                     const gk_qbatch *batch, bcache *pre)
+                     const gk_qbatch *batch, bcache *pre, const bset *set)
 {
     gk_qbatch c;
     gk_qgemm_problem f;
@@ -954,7 +974,7 @@ static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
      * and when the innermost batch dim shares B consecutive matrices read one packing of
      * it (the cache is repacked whenever B moves). */
     bcache bc = {NULL, NULL, NULL, p->n, 0};
-    batch_run r = {kern, pre, 1};
+    batch_run r = {kern, pre, set, 1};
     {
         ptrdiff_t nmat = 1;
         for (int d = 0; d < c.ndim; d++)
@@ -967,7 +987,8 @@ static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
             return gk_qbatch_foreach(p, &c, run_matrix, &r);
         }
     }
-    if (pre == NULL && c.stride[GK_QB_B][c.ndim - 1] == 0 && p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
+    if (pre == NULL && set == NULL && c.stride[GK_QB_B][c.ndim - 1] == 0 &&
+        p->k <= GK_QGEMM_KCHUNK && !smallm_runs(kern, p)) {
         const int made = bcache_new(kern, p, &bc);
         if (made < 0)
             return -1;
@@ -982,7 +1003,7 @@ static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
 
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const gk_qbatch *batch)
 {
-    return qgemm_run(kern, p, batch, NULL);
+    return qgemm_run(kern, p, batch, NULL, NULL);
 }
 
 /* ---- pre-packed B (gemmkit.pack_b) -------------------------------------------------- */
@@ -1004,12 +1025,17 @@ int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p
 }
 
 int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                        const gk_qbatch *batch, const void *packed_b)
+                        const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat)
 {
     bcache bc;
-    if (packed_b == NULL || gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
-        return qgemm_run(kern, p, batch, NULL);
+    const size_t bytes = gk_qgemm_packed_b_size(kern, p->k, p->n);
+    if (packed_b == NULL || bytes == 0 || nmat < 1)
+        return qgemm_run(kern, p, batch, NULL, NULL);
+    if (nmat > 1) {
+        const bset set = {(const unsigned char *)packed_b, bytes, p->b, nmat};
+        return qgemm_run(kern, p, batch, NULL, &set);
+    }
     bc = bcache_at(kern, p, (void *)packed_b);
     bc.b = p->b; /* packed from this very B (the caller's promise) */
-    return qgemm_run(kern, p, batch, &bc);
+    return qgemm_run(kern, p, batch, &bc, NULL);
 }

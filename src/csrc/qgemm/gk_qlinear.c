@@ -59,11 +59,11 @@ int gk_qlinear_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
 }
 
 int gk_qlinear_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
-                          const gk_qbatch *batch, const void *packed_b)
+                          const gk_qbatch *batch, const void *packed_b, ptrdiff_t nmat)
 {
     if (p->m <= 0 || p->n <= 0)
         return 0;
     if (!is_f8(p->a_type) && !is_f8(p->b_type) && !is_f8(p->y_type))
-        return gk_qgemm_run_packed(kern, p, batch, packed_b);
+        return gk_qgemm_run_packed(kern, p, batch, packed_b, nmat);
     return gk_qbatch_foreach(p, batch, f8_matrix, (void *)kern);
 }
