@@ -288,3 +288,27 @@ def test_k_zero_and_empty(isa, dt):
     np.testing.assert_array_equal(Y, np.broadcast_to(C.astype(np.float32) * 0.5, (3, 40)).astype(dt))
     assert gk.gemm(np.zeros((0, 5), dt), np.zeros((5, 4), dt)).shape == (0, 4)
     assert gk.gemm(np.zeros((4, 5), dt), np.zeros((5, 0), dt)).shape == (4, 0)
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=lambda d: d.name)
+def test_thin_products_equal_the_blocked_path(isa, dt):
+    """Thin A (few rows) with a 16-bit output runs the blocked path in thin K blocks of all
+    the columns (gk_gemm_plan.kc_thin): the sums still continue in float32 in increasing
+    k, so the bits equal the family's own blocking (read through a pre-packed B, which
+    keeps it), for any thread count, transB and C, and hold the float32 bound."""
+    rng = np.random.default_rng(29)
+    f = _fam(dt)
+    for M in sorted({1, 3, f["mr"], f["mr"] + 1, 31}):
+        for (K, N) in [(40, 70), (700, 2 * f["nr"] + 5)]:
+            for tb in (0, 1):
+                A, B, C = problem(M, N, K, dt, 0, tb, "N", rng)
+                want = check_float_gemm(A, B, C, 0.5, 2.0, 0, tb)
+                pb = gk.pack_b(B, "gemm", transB=tb)
+                np.testing.assert_array_equal(
+                    _bits(gk.gemm(A, pb, C, 0.5, 2.0, 0, tb)), _bits(want),
+                    err_msg=f"{M}x{K}x{N} transB={tb}")
+                for t in (2, 3):
+                    with gk.threads(t):
+                        np.testing.assert_array_equal(
+                            _bits(gk.gemm(A, B, C, 0.5, 2.0, 0, tb)), _bits(want),
+                            err_msg=f"{M}x{K}x{N} transB={tb} threads={t}")

@@ -191,6 +191,9 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
 #define GK_GEMM_THIN_MAX_PANELS 6
 /* The K block of the thin-A path (B' rows read side by side; see gk_gemm_driver.c). */
 #define GK_GEMM_THIN_KC 8
+/* The K block of thin A with a 16-bit output, packed (gk_gemm_plan.kc_thin): even, so the
+ * bfloat16 pair families keep their pairs. */
+#define GK_GEMM_THIN_KC_PACKED 16
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)
@@ -397,6 +400,13 @@ typedef struct gk_gemm_plan {
     /* NULL, or all of B' packed once for kern (gk_gemm_pack_b_whole): read in place of
      * pack_b */
     const char *b_packed;
+    /* 0, or the K block of a thin product whose sums live in the float32 workspace
+     * (16-bit outputs, which have no in-place path): blocks of kc_thin rows of B' by all
+     * of a part's columns, so packing B reads a few row streams front to back instead of
+     * KC of them (the TLB-bound pattern), into panels that stay in L2.  The sums still
+     * continue from block to block in increasing k in float32: the same bits as the
+     * family's own blocking. */
+    ptrdiff_t kc_thin;
 } gk_gemm_plan;
 int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
 

@@ -125,6 +125,11 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     MC = min_pd(MC, round_up(M, mr));
     NC = min_pd(NC, round_up(N, nr));
     KC = k_block(KC, K);
+    if (g->kc_thin > 0 && g->b_packed == NULL) { /* see gk_gemm_plan.kc_thin */
+        MC = round_up(M, mr);
+        NC = round_up(N, nr);
+        KC = k_block(g->kc_thin, K);
+    }
     split_k = K > KC;
 
     /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
@@ -392,6 +397,7 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
     plan.epilogue = gk_gemm_epi_is_identity(&epi, g->dtype) ? NULL : kern->epilogue;
     plan.epi_ctx = &epi;
     plan.b_packed = (const char *)b_packed;
+    plan.kc_thin = 0;
     /* Y's storage is the accumulator type (or its signed variant) exactly when the sizes
      * agree: float32/float64/int32/uint32/int64/uint64 */
     if (out_size(g->dtype) == acc_size(kern->acc)) {
@@ -420,6 +426,14 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
             return run_split(kern, &plan, RUN_INPLACE,
                              g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
                              g->m > kern->mr, 0);
+    }
+    /* Thin A with a 16-bit output (no in-place path): the blocked path in thin K blocks,
+     * columns only (gk_gemm_plan.kc_thin) */
+    if (b_packed == NULL && plan.acc_y == NULL && g->m > 0 && g->k > GK_GEMM_THIN_KC_PACKED &&
+        g->m <= GK_GEMM_THIN_ROWS && (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS &&
+        g->n >= kern->nr && g->k <= INT_MAX && g->m <= INT_MAX) {
+        plan.kc_thin = GK_GEMM_THIN_KC_PACKED;
+        return run_split(kern, &plan, RUN_DRIVE, 0, 0, 0);
     }
     return gk_gemm_drive(kern, &plan);
 }

@@ -270,5 +270,6 @@ int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
     plan.acc_y = NULL; /* 8-bit outputs: float32 sums in the engine's workspace */
     plan.ld_acc_y = 0;
     plan.b_packed = NULL;
+    plan.kc_thin = 0;
     return gk_gemm_drive(kern, &plan) == GK_GEMM_OK ? 0 : -1;
 }
