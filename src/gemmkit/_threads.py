@@ -16,16 +16,19 @@ The setting, first match wins:
      worker), read at import;
   4. the CPUs this process may run on: its affinity mask, capped by a cgroup CPU quota.
 """
+from __future__ import annotations
+
 import contextlib
 import math
 import os
+from typing import Iterator, SupportsIndex
 
 from . import _core
 
 __all__ = ["set_num_threads", "get_num_threads", "threads"]
 
 
-def _parse_count(name, value, strict):
+def _parse_count(name: str, value: str, strict: bool) -> int | None:
     """An environment variable's thread count; OMP_NUM_THREADS may be a list ("4,2": the
     outermost level counts).  Invalid: ValueError when strict, else None."""
     text = value.split(",")[0].strip()
@@ -42,7 +45,7 @@ def _parse_count(name, value, strict):
     return min(n, _core._MAX_THREADS)
 
 
-def _cgroup_quota():
+def _cgroup_quota() -> int | None:
     """CPUs allowed by a cgroup CPU quota (v2 cpu.max or v1 cfs_quota_us), rounded up;
     None when there is none or it cannot be read."""
     try:
@@ -71,18 +74,18 @@ def _cgroup_quota():
                          os.path.join("/sys/fs/cgroup/cpu", path), "/sys/fs/cgroup/cpu"):
                 try:
                     with open(os.path.join(base, "cpu.cfs_quota_us")) as f:
-                        quota = int(f.read())
+                        quota_us = int(f.read())
                     with open(os.path.join(base, "cpu.cfs_period_us")) as f:
-                        period = int(f.read())
+                        period_us = int(f.read())
                 except (OSError, ValueError):
                     continue
-                if quota <= 0 or period <= 0:
+                if quota_us <= 0 or period_us <= 0:
                     return None
-                return max(1, math.ceil(quota / period))
+                return max(1, math.ceil(quota_us / period_us))
     return None
 
 
-def _usable_cpus():
+def _usable_cpus() -> int:
     """CPUs this process may use: the affinity mask (not the host's count), capped by a
     cgroup CPU quota."""
     try:
@@ -95,11 +98,13 @@ def _usable_cpus():
     return max(1, min(n, _core._MAX_THREADS))
 
 
-def _initial_setting():
+def _initial_setting() -> tuple[int, str]:
     """(threads, source) from the environment, read once at import."""
     v = os.environ.get("GEMMKIT_NUM_THREADS", "").strip()
     if v:
-        return _parse_count("GEMMKIT_NUM_THREADS", v, strict=True), "GEMMKIT_NUM_THREADS"
+        n = _parse_count("GEMMKIT_NUM_THREADS", v, strict=True)
+        assert n is not None  # strict: an invalid value raised
+        return n, "GEMMKIT_NUM_THREADS"
     v = os.environ.get("OMP_NUM_THREADS", "").strip()
     if v:
         n = _parse_count("OMP_NUM_THREADS", v, strict=False)
@@ -108,46 +113,46 @@ def _initial_setting():
     return _usable_cpus(), "cpus"
 
 
-def _check_count(n, what):
-    if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
+def _check_count(n: object, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, SupportsIndex):
         raise TypeError(f"{what}: expected an int >= 1, got {type(n).__name__}")
-    n = int(n.__index__())
-    if n < 1:
-        raise ValueError(f"{what}: expected an int >= 1, got {n}")
-    if n > _core._MAX_THREADS:
-        raise ValueError(f"{what}: at most {_core._MAX_THREADS} threads, got {n}")
-    return n
+    count = int(n.__index__())
+    if count < 1:
+        raise ValueError(f"{what}: expected an int >= 1, got {count}")
+    if count > _core._MAX_THREADS:
+        raise ValueError(f"{what}: at most {_core._MAX_THREADS} threads, got {count}")
+    return count
 
 
-def set_num_threads(n):
+def set_num_threads(n: SupportsIndex) -> int:
     """Set the threads every call of this process uses (unless a ``with threads(n)`` block
     of the calling thread overrides it).  Returns the previous process setting."""
-    n = _check_count(n, "set_num_threads(n)")
+    count = _check_count(n, "set_num_threads(n)")
     old = _core._get_process_threads()
-    _core._set_process_threads(n)
+    _core._set_process_threads(count)
     return old
 
 
-def get_num_threads():
+def get_num_threads() -> int:
     """Threads a call from this Python thread would use now (at most: small products run
     on fewer)."""
     return _core._effective_threads()
 
 
 @contextlib.contextmanager
-def threads(n):
+def threads(n: SupportsIndex) -> Iterator[int]:
     """``with gemmkit.threads(n):`` -- calls made by this Python thread inside the block use
     n threads; other threads keep their setting.  Blocks nest."""
-    n = _check_count(n, "threads(n)")
+    count = _check_count(n, "threads(n)")
     old = _core._get_local_threads()
-    _core._set_local_threads(n)
+    _core._set_local_threads(count)
     try:
-        yield n
+        yield count
     finally:
         _core._set_local_threads(old)
 
 
-def _info():
+def _info() -> dict[str, int | str]:
     """cpu_info()'s thread report."""
     return {
         "num_threads": _core._effective_threads(),
@@ -158,31 +163,31 @@ def _info():
     }
 
 
-def _register_threadpoolctl():
+def _register_threadpoolctl() -> bool:
     """A threadpoolctl controller, so ``threadpool_limits(1)`` limits gemmkit as it limits
     OpenBLAS (user_api and internal_api "gemmkit").  threadpoolctl finds the extension
     module among the loaded libraries by its name and calls its exported
     gk_parallel_get_threads / gk_parallel_set_threads."""
     try:
-        import threadpoolctl
+        import threadpoolctl  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         return False
     if not hasattr(threadpoolctl, "register") or not hasattr(threadpoolctl, "LibController"):
         return False
 
-    class GemmkitController(threadpoolctl.LibController):
+    class GemmkitController(threadpoolctl.LibController):  # type: ignore[misc, unused-ignore]
         user_api = "gemmkit"
         internal_api = "gemmkit"
         filename_prefixes = ("_core.",)
         check_symbols = ("gk_parallel_get_threads", "gk_parallel_set_threads")
 
-        def get_num_threads(self):
-            return self.dynlib.gk_parallel_get_threads()
+        def get_num_threads(self) -> int:
+            return int(self.dynlib.gk_parallel_get_threads())
 
-        def set_num_threads(self, num_threads):
+        def set_num_threads(self, num_threads: int) -> None:
             self.dynlib.gk_parallel_set_threads(int(num_threads))
 
-        def get_version(self):
+        def get_version(self) -> str:
             from . import __version__
             return __version__
 
