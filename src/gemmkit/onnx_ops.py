@@ -13,9 +13,14 @@ onnx's own backend test cases).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import NodeLike
 
 __all__ = ["run_node", "SUPPORTED_OPS"]
 
@@ -143,7 +148,8 @@ _RUNNERS = {
 }
 
 
-def run_node(node, inputs: Sequence[np.ndarray], opset: int | None = None) -> list[np.ndarray]:
+def run_node(node: NodeLike, inputs: Sequence[ArrayLike | None],
+             opset: int | None = None) -> list[NDArray[Any]]:
     """Evaluates one ONNX node with gemmkit.
 
     node: an ``onnx.NodeProto`` of op_type MatMulInteger, QLinearMatMul or Gemm in the
