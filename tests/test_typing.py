@@ -7,6 +7,8 @@
   the package's stubs and typed modules, and rejects exactly the marked lines of
   tests/typecheck/usage_errors.py; ``stubtest`` finds no difference between the stubs and
   the compiled module, and does find one planted in a copy.
+- Each public docstring states its op's facts (ONNX op, dtypes, layouts, errors) and its
+  examples run.
 
 The mypy tests check the package as imported here (an installed wheel or a source
 build), copied to a temporary folder, so they check what users get.
@@ -14,9 +16,11 @@ build), copied to a temporary folder, so they check what users get.
 from __future__ import annotations
 
 import ast
+import doctest
 import importlib.util
 import inspect
 import os
+import pydoc
 import re
 import runpy
 import shutil
@@ -24,6 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent / "typecheck"
@@ -351,3 +356,75 @@ def test_stubtest_catches_a_wrong_stub(pkg_dir, tmp_path):
     assert proc.returncode != 0
     assert "gemmkit._core.cpu_info" in proc.stdout, proc.stdout
     assert "gemmkit._core.PackedB.isa" in proc.stdout, proc.stdout
+
+
+# ---- docstrings ------------------------------------------------------------------------
+
+# name -> phrases its docstring must contain (the op, its types, layouts and errors).
+DOC_FACTS = {
+    "matmul_integer": ["ONNX MatMulInteger", "opset 10", "int32", "uint8", "int8",
+                       "2**32", "numpy.matmul", "per-tensor", "per-row", "per-column",
+                       "[..., M, 1]", "[..., 1, N]", "PackedB", "GIL", "thread-safe",
+                       "TypeError", "ValueError"],
+    "qlinear_matmul": ["ONNX QLinearMatMul", "opsets 10 and 21", "uint8", "int8",
+                       "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                       "float8_e5m2fnuz", "float32", "float16", "bfloat16",
+                       "round_half_to_even", "saturate", "y_zero_point's dtype",
+                       "per-row", "per-column", "same shape as its zero point",
+                       "PackedB", "GIL", "TypeError", "ValueError"],
+    "gemm": ["ONNX Gemm", "opsets 1, 6, 7, 9, 11, 13", "transA", "transB",
+             "broadcast=0", "(M, N)", "unidirectionally broadcastable", "beta == 0",
+             "2**bits", "float16", "bfloat16", "float32", "float64", "int32", "int64",
+             "uint32", "uint64", "accumulate in float32", "onnx reference", "A's dtype",
+             "PackedB", "GIL", "TypeError", "ValueError"],
+    "cast": ["ONNX Cast", "saturate", "out", "float8_e4m3fn", "float8_e4m3fnuz",
+             "float8_e5m2", "float8_e5m2fnuz", "bfloat16", "nearest even", "GIL",
+             "TypeError", "ValueError"],
+    "pack_b": ["PackedB", "matmul_integer", "qlinear_matmul", "gemm", "b_zero_point",
+               "b_scale", "transB", "TypeError", "ValueError"],
+    "PackedB": ["pack_b", "read-only", "Immutable", "thread-safe", "Pickles", "op", "b",
+                "b_zero_point", "b_scale", "transB", "isa", "nbytes", "packed"],
+    "set_num_threads": ["GEMMKIT_NUM_THREADS", "OMP_NUM_THREADS", "gemmkit.threads",
+                        "previous", "TypeError", "ValueError"],
+    "get_num_threads": ["gemmkit.threads", "set_num_threads", "GEMMKIT_NUM_THREADS",
+                        "OMP_NUM_THREADS"],
+    "threads": ["with gemmkit.threads(n):", "nest", "TypeError", "ValueError"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOC_FACTS))
+def test_docstring_states_the_facts(gk, name):
+    doc = " ".join(inspect.getdoc(getattr(gk, name)).split())  # line breaks as spaces
+    missing = [fact for fact in DOC_FACTS[name] if fact not in doc]
+    assert not missing, f"gemmkit.{name}'s docstring lacks {missing}"
+
+
+def test_cpu_info_docstring_names_every_key(gk):
+    doc = inspect.getdoc(gk.cpu_info)
+    for key in gk.CpuInfo.__annotations__:
+        assert f"``{key}``" in doc, key
+    for key in ("qgemm", "gemm", "codecs", "l1d", "l2", "l3"):
+        assert f'"{key}"' in doc, key
+
+
+@pytest.mark.parametrize("name", ["matmul_integer", "qlinear_matmul", "gemm", "cast",
+                                  "pack_b", "cpu_info"])
+def test_help_shows_the_signature(gk, name):
+    """help() alone is enough: it shows the call signature above the docstring."""
+    fn = getattr(gk, name)
+    text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
+    assert f"{name}{inspect.signature(fn)}" in text
+    assert inspect.getdoc(fn).splitlines()[0] in text
+
+
+@pytest.mark.parametrize("name", ["matmul_integer", "qlinear_matmul", "gemm", "cast",
+                                  "pack_b"])
+def test_docstring_examples_run(gk, name):
+    import ml_dtypes
+    doc = inspect.getdoc(getattr(gk, name))
+    test = doctest.DocTestParser().get_doctest(
+        doc, {"np": np, "ml_dtypes": ml_dtypes, "gemmkit": gk}, f"gemmkit.{name}", None, 0)
+    assert test.examples, f"gemmkit.{name} has no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = runner.run(test, out=lambda s: None)
+    assert result.failed == 0, f"gemmkit.{name}: {result.failed} example(s) failed"

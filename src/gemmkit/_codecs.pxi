@@ -187,23 +187,63 @@ cdef object _cast_dtype(object dtype):
 
 
 def cast(x, dtype=None, saturate=True, out=None):
-    """Convert an array between float32, float64, float16, bfloat16 and the four float8
-    formats (``ml_dtypes.float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``,
-    ``float8_e5m2fnuz``) with ONNX Cast semantics.
+    """ONNX Cast (opset 19+, with its ``saturate`` attribute) between float32, float64,
+    float16, bfloat16 and the four float8 formats.
 
-    Every element is rounded once, to nearest even, from its exact value (float64 input
-    included: it is never rounded through float32).  ``saturate`` (ONNX Cast's attribute,
-    opset 19+) applies to float8 destinations only: True clamps values whose rounded
-    magnitude exceeds the largest finite value, and +-inf, to +-max finite; False gives
-    +-inf in float8_e5m2 and NaN in the other float8 formats.  NaN stays NaN (in the fnuz
-    formats the one NaN code 0x80).  float16/bfloat16/float32 destinations overflow to +-inf
-    as IEEE rounding does; NaN keeps its sign and its top payload bits, quieted.
+    Parameters
+    ----------
+    x : array_like of float32, float64, float16, ``ml_dtypes.bfloat16``,
+        ``ml_dtypes.float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2`` or
+        ``float8_e5m2fnuz``; any shape and strides (negative, zero, non-contiguous).
+        A non-array is converted with ``np.asarray`` (a list of floats is float64).
+    dtype : the destination, one of the same eight types: a dtype, a type such as
+        ``ml_dtypes.bfloat16`` or ``np.float16``, or its name (``"float8_e4m3fn"``,
+        ``"bfloat16"``).  May be omitted when ``out`` is given (out's dtype is used).
+    saturate : bool (default True); also ``np.bool_`` or the integer 0 or 1 (ONNX's
+        attribute is an int).  Applies to float8 destinations only, as in ONNX.
+    out : optional ``numpy.ndarray`` of the destination dtype and exactly x's shape (no
+        broadcasting), any strides, writable: the result is written into it and it is
+        returned.  It may be x itself or overlap it.
 
-    x: array-like of one of those dtypes, any shape and strides.  dtype: the destination
-    type (a dtype, a type such as ``ml_dtypes.bfloat16``, or its name); may be omitted when
-    ``out`` is given.  out: optional array of that dtype and x's shape (any strides), written
-    and returned.  Without it the result has x's memory order (as ``astype``).
-    The GIL is released during the conversion."""
+    Rounding.  Every element is rounded once, to nearest even, from its exact value:
+    float16, bfloat16 and float8 inputs widen exactly, and float64 input rounds directly
+    to the destination (never through float32, which would round twice).  With
+    ``saturate=True`` a float8 destination clamps values whose rounded magnitude exceeds
+    its largest finite value, and +-inf, to +-max finite (448 for e4m3fn, 240 for
+    e4m3fnuz, 57344 for e5m2 and e5m2fnuz); with ``saturate=False`` they become +-inf in
+    float8_e5m2 and NaN in the other three.  float16, bfloat16 and float32 destinations
+    overflow to +-inf as IEEE rounding does.  NaN stays NaN (in the fnuz formats their
+    one NaN code 0x80); into the wider types it keeps its sign and top payload bits,
+    quieted.  The same type is a copy, and bfloat16 to float32 keeps every bit.  Results
+    do not depend on the FPU's rounding mode, DAZ or FTZ, nor on the kernel path.
+
+    Returns
+    -------
+    numpy.ndarray of the destination dtype and x's shape: ``out`` when given, else a
+    new array in x's memory order (as ``astype``).
+
+    Threads: the GIL is released during the conversion and calls are thread-safe; large
+    arrays are split over ``gemmkit.get_num_threads()`` threads.
+
+    Raises
+    ------
+    TypeError
+        x's dtype, ``dtype`` or out's dtype is not one of the eight types; out's dtype
+        differs from ``dtype``; out is not a numpy.ndarray; neither dtype nor out is
+        given; saturate is not a bool or 0/1.
+    ValueError
+        out's shape differs from x's, or out is read-only.
+
+    Checks run before any work; messages show the shapes and dtypes.
+
+    Example
+    -------
+    >>> x = np.array([1.0625, 300.0, 1e6, -np.inf, np.nan], np.float32)
+    >>> gemmkit.cast(x, ml_dtypes.float8_e4m3fn).astype(np.float32)
+    array([   1.,  288.,  448., -448.,   nan], dtype=float32)
+    >>> gemmkit.cast(x, "float8_e4m3fn", saturate=False).astype(np.float32)
+    array([  1., 288.,  nan,  nan,  nan], dtype=float32)
+    """
     cdef gk_cast_args args
     cdef int i, sat
     if out is not None and not isinstance(out, np.ndarray):

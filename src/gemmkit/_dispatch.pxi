@@ -70,23 +70,47 @@ def _engines():
 
 
 def cpu_info():
-    """What gemmkit detected and uses.
+    """What gemmkit detected on this CPU and what each engine uses.
 
-    Returns a dict: ``isa`` (the selected ISA level: the best usable one, or GEMMKIT_ISA),
-    ``engines`` (the kernel family each engine uses at that level: ``qgemm`` for
-    MatMulInteger/QLinearMatMul, ``gemm`` per Gemm element type, ``codecs`` for the bulk
-    float16/bfloat16 conversions; a family is named by its level, or by its level plus
-    the one feature it needs beyond it, e.g. bfloat16's ``avx512bf16`` at level avx512), ``available`` (levels usable on this machine, best
-    first), ``compiled`` (levels some engine has a family for in this binary),
-    ``features`` (CPU features detected, with OS support checked), ``caches`` (bytes of
-    one core's L1 data and L2 caches and of the L3, as the CPU reports them through CPUID;
-    they size the kernels' cache blocks; 0 where it reports none, e.g. on ARM64), and the
-    thread settings: ``num_threads`` (threads a call from this Python thread may use, see
-    ``gemmkit.get_num_threads``), ``num_threads_process`` (the process setting),
-    ``num_threads_source`` (where the process setting came from at import:
-    ``GEMMKIT_NUM_THREADS``, ``OMP_NUM_THREADS`` or ``cpus``, the CPUs this process may
-    use), ``usable_cpus`` (its affinity mask, capped by a cgroup CPU quota) and
-    ``pool_threads`` (pool workers alive now)."""
+    Returns a new dict (typed as ``gemmkit.CpuInfo``) with exactly these keys:
+
+    ``isa`` : str
+        The selected ISA level: the best usable one, or ``GEMMKIT_ISA``.  Levels, x86:
+        scalar < sse41 < avx2 < avxvnni < avx512 < avx512vnni < amx; ARM64: scalar <
+        neon < neondot < i8mm.
+    ``engines`` : dict
+        The kernel family each engine uses at that level: ``"qgemm"`` (MatMulInteger,
+        QLinearMatMul), ``"gemm"`` (a dict from each Gemm dtype name -- float16,
+        bfloat16, float32, float64, int32, uint32, int64, uint64 -- to its family) and
+        ``"codecs"`` (casts and the float16/bfloat16 conversions).  A family is named by
+        its level, or by its level plus the one feature it needs beyond it, e.g.
+        bfloat16's ``"avx512bf16"`` at level avx512.
+    ``available`` : list of str
+        Levels usable on this machine (compiled in and supported by the CPU and OS),
+        best first.
+    ``compiled`` : list of str
+        Levels some engine has a family for in this build, best first.
+    ``features`` : list of str
+        CPU features detected, with OS support checked (e.g. ``"avx2"``, ``"fma"``,
+        ``"avx512vnni"``).
+    ``caches`` : dict
+        ``"l1d"``, ``"l2"`` (one core's) and ``"l3"``: sizes in bytes as the CPU reports
+        them through CPUID (they size the kernels' cache blocks); 0 where none is
+        reported, e.g. on ARM64.
+    ``num_threads`` : int
+        Threads a call from this Python thread may use now (``get_num_threads()``).
+    ``num_threads_process`` : int
+        The process-wide setting (``set_num_threads``).
+    ``num_threads_source`` : str
+        Where the process setting came from at import: ``"GEMMKIT_NUM_THREADS"``,
+        ``"OMP_NUM_THREADS"`` or ``"cpus"`` (the CPUs this process may use).
+    ``usable_cpus`` : int
+        CPUs this process may run on: its affinity mask, capped by a cgroup CPU quota.
+    ``pool_threads`` : int
+        Pool worker threads alive now (0 before the first call that used several).
+
+    Raises nothing.  (An invalid ``GEMMKIT_ISA`` already raised ValueError at import.)
+    """
     cdef const char *names[32]
     cdef int n = gk_cpu_feature_names(names, 32)
     cdef const gk_cpu_cache_sizes *c = gk_cpu_caches()

@@ -285,31 +285,84 @@ cdef object _gemm_weak_c(object v, cnp.ndarray a, int dt):
 
 
 def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
-    """ONNX Gemm: Y = alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
+    """ONNX Gemm (opsets 1, 6, 7, 9, 11, 13): ``Y = alpha * A' @ B' + beta * C``.
 
-    A, B: 2-D arrays of one dtype (float16, ml_dtypes.bfloat16, float32, float64, int32,
-    int64, uint32, uint64), any strides.  C (optional, same dtype) is unidirectionally
-    broadcast to (M, N): shape (), (1,), (N,), (1, N), (M, 1), (1, 1) or (M, N); with
-    broadcast=0 (Gemm-1/6) it must be exactly (M, N).  C may also be a NumPy scalar of A's
-    dtype, or a Python int/float/bool, which is converted to A's dtype (NEP 50 "weak"
-    scalar: a float for an integer dtype is a TypeError, an int out of the dtype's range a
-    ValueError).  Returns a new C-contiguous (M, N) array of A's dtype.
+    ``A' = A.T`` if transA else A, ``B' = B.T`` if transB else B; A' is (M, K), B' is
+    (K, N).  Positional order is the ONNX input order, then the attributes.
 
-    alpha, beta: real numbers -- Python int/float/bool, NumPy integer/bool/floating scalars,
-    ml_dtypes bfloat16/float8 scalars, 0-d arrays of those (anything else is a TypeError).
-    transA, transB, broadcast: integers 0 or 1 (Python int/bool, NumPy integer/bool
-    scalars or 0-d arrays; a float or other type is a TypeError, another integer a
-    ValueError).
+    Parameters
+    ----------
+    A : array_like, 2-D, one of float16, ``ml_dtypes.bfloat16``, float32, float64,
+        int32, int64, uint32, uint64 (native byte order)
+    B : array_like, 2-D, A's dtype; or a ``PackedB`` made by ``pack_b(B, "gemm",
+        transB=t)``, in which case gemm must be called with ``transB=t``.
+    C : optional bias, A's dtype: an array unidirectionally broadcastable to (M, N) --
+        shape ``()``, ``(1,)``, ``(N,)``, ``(1, 1)``, ``(1, N)``, ``(M, 1)`` or
+        ``(M, N)`` -- or a NumPy scalar of A's dtype (bfloat16 included, read exactly),
+        or a Python int/float/bool, converted to A's dtype as a NEP 50 "weak" scalar.
+        None: no C term.
+    alpha, beta : real numbers (default 1.0): Python int/float/bool, NumPy integer,
+        bool or floating scalars, ml_dtypes bfloat16/float8 scalars, or 0-d arrays of
+        those.
+    transA, transB : 0 or 1 (default 0): a Python int/bool, a NumPy integer/bool scalar
+        or a 0-d integer/bool array.
+    broadcast : 0 or 1 (default 1).  Opsets 1 and 6 have this attribute with default 0:
+        with ``broadcast=0`` C must have shape (M, N) exactly.  Opsets 7+ dropped it and
+        always broadcast C, which is ``broadcast=1``.  (C is required by ONNX before
+        opset 11 and optional since; gemmkit always accepts None.)
 
-    float16/bfloat16 accumulate in float32 and round once; float32/float16/bfloat16 use
-    float32(alpha), float32(beta) (an int alpha/beta: rounded to float64 first, ValueError
-    beyond its range).  alpha * (A' @ B') is computed literally (alpha = 0 with inf in A
-    gives NaN).  beta == 0 means C is not read.  Integer types with integral alpha/beta
-    are exact modulo 2**bits: an integer alpha/beta (in [-2**63, 2**64 - 1], else
-    ValueError) is applied exactly, an integral float by its exact value; otherwise (a
-    non-integral alpha, or C used with a non-integral beta: the onnx reference) Y =
-    cast(float64(A' @ B' wrapped) * alpha + float64(C) * beta), where cast truncates toward
-    zero and wraps modulo 2**bits (NaN/inf -> 0).
+    Any strides (C or F order, negative, zero, offsets) and read-only views; nothing is
+    copied.  Types per opset: the float types (opsets 1+), the integer types (9+) and
+    bfloat16 (13+) all run on every call: the opset does not restrict gemmkit.
+
+    Arithmetic.  float32 accumulates in float32 and float64 in float64; float16 and
+    bfloat16 accumulate in float32 and round once at the end.  Float dtypes use
+    float32(alpha), float32(beta) (float64 for float64; an int alpha/beta is rounded to
+    float64 first).  ``alpha * (A' @ B')`` is computed literally: NaN and inf propagate
+    per IEEE (alpha = 0 with an inf in A gives NaN).  ``beta == 0`` means C's values are
+    not read (C's dtype and shape are still checked).  Integer dtypes with integral
+    alpha and beta are exact and wrap modulo 2**bits (as NumPy): an integer alpha/beta
+    (in [-2**63, 2**64 - 1]) is applied modulo 2**bits, an integral float by its exact
+    value.  A non-integral alpha, or C used with a non-integral beta, follows the onnx
+    reference: ``Y = cast(float64(A' @ B', wrapped) * alpha + float64(C) * beta)``,
+    where cast truncates toward zero and wraps modulo 2**bits (NaN and inf give 0).
+    Integer results are exact on every kernel path.  Results do not depend on the
+    thread count (K is never split); float results may differ between kernel paths
+    (``GEMMKIT_ISA``) in the last bits, within float32/float64 accumulation error.
+
+    Returns
+    -------
+    numpy.ndarray of A's dtype, shape (M, N), C-contiguous, newly allocated.
+
+    Threads: the GIL is released while the kernels run and calls are thread-safe; the
+    output is split over ``gemmkit.get_num_threads()`` threads.
+
+    Raises
+    ------
+    TypeError
+        A's dtype is unsupported (or byte-swapped); B or C has another dtype than A; C
+        is a Python float for an integer A; alpha/beta is not a real number (str,
+        complex, None, a list, an array with ndim > 0, Fraction, Decimal, ...);
+        transA/transB/broadcast is not an integer (a float, even 1.0, a str, None, an
+        array with ndim > 0).
+    ValueError
+        A or B is not 2-D; the inner dimensions differ; C's shape does not broadcast to
+        (M, N), or is not exactly (M, N) with ``broadcast=0``; a flag is an integer
+        other than 0 or 1; alpha/beta is out of range (integer dtypes: outside
+        [-2**63, 2**64 - 1]; float dtypes: beyond float64); a Python int C is outside
+        A's integer range or beyond float64; B is a ``PackedB`` made for another op or
+        with another transB.
+    MemoryError
+        No memory for the workspace.
+
+    Checks run before any work; messages name the argument and show what was given.
+
+    Example
+    -------
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    >>> gemmkit.gemm(A, A, np.float32(1.0), alpha=2.0, transB=1)
+    array([[11., 23.],
+           [23., 51.]], dtype=float32)
     """
     cdef PackedB pk = None
     if isinstance(B, PackedB):

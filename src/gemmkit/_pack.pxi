@@ -21,13 +21,37 @@ cdef object _readonly_copy(x):
 
 
 cdef class PackedB:
-    """B packed once for repeated products (made by ``gemmkit.pack_b``).
+    """B packed once for repeated products with the same weights; made by
+    ``gemmkit.pack_b`` (calling ``PackedB(...)`` raises TypeError).
 
-    Pass it as B to the op it was made for (``matmul_integer``, ``qlinear_matmul`` or
-    ``gemm``) and leave that op's B-side arguments (``b_zero_point``, ``b_scale``) unset:
-    the pack holds them; ``gemm`` must be called with the ``transB`` it was packed with.  Immutable; thread-safe (calls only read it).  ``nbytes`` counts everything it
-    owns: the canonical copies and the packed block.  Pickles as its canonical arguments
-    and packs again when loaded (so it can be shipped to dask or Ray workers).
+    Pass it as B (b) to the op it was made for -- ``matmul_integer``,
+    ``qlinear_matmul`` or ``gemm`` -- and leave that op's B-side arguments
+    (``b_zero_point``, ``b_scale``) unset: the pack holds them.  ``gemm`` must be called
+    with the ``transB`` it was packed with.  Results are bit for bit those of the
+    unpacked call.
+
+    Attributes (all read-only; assigning one raises AttributeError)
+    ----------
+    op : str
+        ``"matmul_integer"``, ``"qlinear_matmul"`` or ``"gemm"``.
+    b : numpy.ndarray
+        The canonical copy of B: read-only, C-contiguous, native byte order.
+    b_zero_point, b_scale : numpy.ndarray or None
+        Canonical read-only copies of the B-side arguments given to ``pack_b``.
+    transB : int
+        0 or 1; for ``gemm`` the pack holds ``B' = B.T`` when 1.
+    isa : str
+        The kernel family B was packed for (``cpu_info()["engines"]``).
+    nbytes : int
+        Bytes it owns: the canonical copies and the packed block.
+    packed : bool
+        Whether B is held packed (see the property's own help).
+
+    Immutable and thread-safe: calls only read it, from any number of threads.
+    Pickles as its canonical arguments and packs again when loaded, for the machine it
+    lands on (so it can be shipped to dask or Ray workers).  A call made under another
+    kernel family (``GEMMKIT_ISA``, or a bfloat16 call the ``avx512bf16`` family hands
+    on) packs B as usual: same result, unpacked speed.
     """
     cdef readonly str op
     cdef readonly object b
@@ -47,6 +71,8 @@ cdef class PackedB:
 
     @property
     def nbytes(self):
+        """Bytes this pack owns (int): the canonical copies of B and of its zero point and
+        scale, and the packed block."""
         n = self.b.nbytes
         for x in (self.b_zero_point, self.b_scale, self._blob):
             if x is not None:
@@ -56,8 +82,9 @@ cdef class PackedB:
     @property
     def packed(self):
         """True when B is held packed (for the family named by ``isa``); False when the
-        engine keeps no packed layout for these arguments (float8 B, a batch of B
-        matrices, a depth past the chunk size) and calls pack B as usual."""
+        engine keeps no packed layout for these arguments (float8 B, 1-D B, a depth
+        past the chunk size) and calls pack B as usual.  A batched B packs each of its
+        matrices."""
         return self._blob is not None
 
     def __reduce__(self):
@@ -159,14 +186,57 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     """Pack B once for many products with the same weights: returns a ``PackedB`` that
     ``op`` accepts in place of B.
 
-    op: ``"matmul_integer"`` (B with its optional ``b_zero_point``), ``"qlinear_matmul"``
-    (B with its ``b_scale`` and ``b_zero_point``, both required as in the op) or ``"gemm"``
-    (B with ``transB``: the pack holds B' and gemm must be called with the same transB).
-    The arguments are checked as the op checks them (same errors) and copied.  B is packed
-    for the kernel path in use now; a call made under another path packs B as usual.
-    A batched B (more than 2 dims) packs each of its matrices.  A 1-D B, float8 B and
-    depths past the chunk size are held unpacked (``PackedB.packed`` is False): calls give
-    the same results as without a pack.
+    Parameters
+    ----------
+    B : array_like
+        The weights, as the op takes them: uint8/int8 (or float8 for qlinear_matmul)
+        for the int8 ops, any numpy.matmul shape; 2-D of a Gemm dtype for gemm.
+    op : str
+        ``"matmul_integer"``: B with its optional ``b_zero_point``;
+        ``"qlinear_matmul"``: B with its ``b_scale`` and ``b_zero_point``, both
+        required, as in the op;
+        ``"gemm"``: B with ``transB`` (0 or 1; the pack holds ``B' = B.T`` when 1, and
+        gemm must then be called with the same transB).
+    b_zero_point, b_scale : keyword-only, the op's B-side arguments (same dtypes,
+        shapes and layouts as the op takes: per-tensor or per-column of B).
+    transB : keyword-only, gemm only (default 0).
+
+    The arguments are checked as the op checks them (same TypeError/ValueError) and
+    copied (read-only, C-contiguous), so later changes to them do not affect the pack.
+    B is packed for the kernel family in use now; a call made under another family packs
+    B as usual.  A batched B (more than 2 dims) packs each of its matrices, and each
+    matrix of a product reads its own.  For the int8 ops, B is held unpacked
+    (``PackedB.packed`` is False; calls give the same results) when it is 1-D or float8,
+    or deeper than the chunk size (2**18).  Calls with fewer than 8 rows read the packing
+    on the AVX-512 VNNI path; the other paths keep their small-M kernel there, which
+    reads B itself.
+
+    Returns
+    -------
+    PackedB
+
+    Threads: the GIL is released while B is packed; the PackedB can be shared by any
+    number of threads.
+
+    Raises
+    ------
+    TypeError
+        B, b_zero_point or b_scale has a dtype the op rejects; transB is not an integer.
+    ValueError
+        op is not one of the three names; a B-side argument that op does not have is
+        given (b_scale for matmul_integer, b_zero_point/b_scale for gemm, a nonzero
+        transB for the int8 ops); qlinear_matmul without b_scale or b_zero_point; B is
+        0-d (or not 2-D for gemm); a shape the op rejects.
+    MemoryError
+        No memory for the packed block.
+
+    Example
+    -------
+    >>> w = np.arange(12, dtype=np.int8).reshape(3, 4)
+    >>> pb = gemmkit.pack_b(w, "matmul_integer", b_zero_point=np.int8(1))
+    >>> x = np.ones((2, 3), np.uint8)
+    >>> bool((gemmkit.matmul_integer(x, pb) == gemmkit.matmul_integer(x, w, None, np.int8(1))).all())
+    True
     """
     if not isinstance(op, str) or op not in _PACK_OPS:
         raise ValueError(f"pack_b: op must be one of {', '.join(map(repr, _PACK_OPS))}, "

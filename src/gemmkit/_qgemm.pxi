@@ -100,12 +100,69 @@ cdef object _qmatmul(_QOp op, cnp.ndarray a, cnp.ndarray b, _Small azp, _Small b
 
 
 def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
-    """ONNX MatMulInteger (opset 10): ``(A - a_zero_point) @ (B - b_zero_point)`` in int32.
+    """ONNX MatMulInteger (opset 10): ``Y = (A - a_zero_point) @ (B - b_zero_point)``, int32.
 
-    A, B: uint8 or int8 arrays with numpy.matmul shapes (1-D promotion, broadcast batch
-    dims, any strides).  Zero points have their tensor's dtype and are per-tensor (size 1),
-    per-row of A (``[M]`` or ``[..., M, 1]``) or per-column of B (``[N]`` or
-    ``[..., 1, N]``).  Every product is exact; the int32 sums wrap modulo 2**32.
+    Parameters
+    ----------
+    A : array_like, uint8 or int8, shape ``[..., M, K]`` or ``[K]``
+    B : array_like, uint8 or int8, shape ``[..., K, N]`` or ``[K]``; or a ``PackedB``
+        made by ``pack_b(B, "matmul_integer", b_zero_point=...)``.  A and B may differ
+        in signedness (u8 x u8, u8 x s8, s8 x u8, s8 x s8).
+    a_zero_point : optional (None means 0), A's dtype
+    b_zero_point : optional (None means 0), B's dtype; must be None when B is a
+        ``PackedB`` (the pack holds it).
+
+    Positional order is the ONNX input order, so a node's inputs can be splatted in.
+
+    Shapes follow ``numpy.matmul``: a 1-D A is promoted to ``[1, K]`` and a 1-D B to
+    ``[K, 1]``, and the added dimension is removed from the result; batch dimensions
+    (all but the last two) broadcast; M, N, K or a batch dimension may be 0 (K = 0
+    gives zeros).  M, N and K must each be below 2**31.  Layouts: any strides (C or F
+    order, negative, zero, offsets), read-only and broadcast views; nothing is copied.
+
+    Zero points are an array or NumPy scalar of exactly their tensor's dtype, or a
+    Python int in that dtype's range.  Layout, for A (``[..., M, K]``):
+
+    - per-tensor: size 1 (shape ``()``, ``(1,)``, ``(1, 1)``, ...);
+    - per-row: 1-D ``[M]`` -- row m uses element m (not NumPy's last-axis
+      broadcasting);
+    - per-row per batch: N-D broadcastable to ``[..., M, 1]``;
+
+    and for B (``[..., K, N]``): size 1, per-column 1-D ``[N]``, or N-D broadcastable to
+    ``[..., 1, N]``.  A zero point's batch dimensions may not enlarge the output's.
+
+    Returns
+    -------
+    numpy.ndarray of int32, shape ``batch + [M, N]`` (without the dimension a 1-D A or B
+    lost), C-contiguous, newly allocated.  Every product is exact and the sums wrap
+    modulo 2**32 (the only overflow ONNX allows); the result is bit-identical on every
+    kernel path (``GEMMKIT_ISA``, ``cpu_info()``) and for any thread count.
+
+    Threads: the GIL is released while the kernels run and calls are thread-safe; the
+    output is split over ``gemmkit.get_num_threads()`` threads (never K).
+
+    Raises
+    ------
+    TypeError
+        A or B is not uint8/int8; a zero point has another dtype (``np.int8(1)`` for a
+        uint8 A, a float8 value) or is a Python bool or float.
+    ValueError
+        A or B is 0-d; the inner dimensions differ; the batch dimensions do not
+        broadcast; a zero point's shape is not one of the layouts above; a Python int
+        zero point is outside its dtype's range; M, N or K is 2**31 or more; B is a
+        ``PackedB`` made for another op, or b_zero_point is given with one.
+    MemoryError
+        No memory for the packing buffers.
+
+    Checks run before any work; messages name the argument and show shapes and dtypes.
+
+    Example
+    -------
+    >>> a = np.array([[1, 2], [3, 4]], np.uint8)
+    >>> b = np.array([[1, -1], [2, 0]], np.int8)
+    >>> gemmkit.matmul_integer(a, b, np.uint8(1))
+    array([[ 2,  0],
+           [ 8, -2]], dtype=int32)
     """
     cdef PackedB pk = None
     if isinstance(B, PackedB):
@@ -129,13 +186,100 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
 
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point):
-    """ONNX QLinearMatMul (opsets 10 and 21).
+    """ONNX QLinearMatMul (opsets 10 and 21): a quantized matrix product.
 
-    a, b, y_zero_point: uint8, int8 or one of the four ml_dtypes float8 types (any mix);
-    the output has y_zero_point's dtype.  Scales: float32, float16 or bfloat16, the same
-    shape as their zero point, finite; y_scale nonzero.  Integer inputs are accumulated
-    exactly in int32 and requantized bit-exactly (DESIGN.md §2); float8 inputs are
-    dequantized and accumulated in float32; float8 outputs saturate (ONNX saturate=1).
+    ``y = quantize(dequantize(a) @ dequantize(b))`` with
+    ``dequantize(q) = (q - zero_point) * scale`` and ``quantize(x) = saturate(round(x /
+    y_scale) + y_zero_point)``, computed exactly as defined below.
+
+    Parameters (all required; positional order is the ONNX input order)
+    ----------
+    a : array_like, shape ``[..., M, K]`` or ``[K]``
+    a_scale : a's scale
+    a_zero_point : a's zero point
+    b : array_like, shape ``[..., K, N]`` or ``[K]``; or a ``PackedB`` made by
+        ``pack_b(b, "qlinear_matmul", b_scale=..., b_zero_point=...)``, in which case
+        ``b_scale`` and ``b_zero_point`` must be None (the pack holds them).
+    b_scale : b's scale
+    b_zero_point : b's zero point
+    y_scale : the output's scale
+    y_zero_point : the output's zero point; its dtype is the output's dtype.
+
+    Types.  a, b and y_zero_point: uint8, int8 or one of the ml_dtypes float8 types
+    ``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``, ``float8_e5m2fnuz``, in
+    any mix (float8 is opset 21).  A zero point has exactly its tensor's dtype: an array
+    or NumPy scalar (a_zero_point and b_zero_point may also be a Python int in range for
+    a uint8/int8 tensor; y_zero_point may not be a Python number).  Scales: an array or
+    NumPy scalar of float32, float16 or bfloat16 (widened exactly to float32; float16 and
+    bfloat16 are opset 21), or a Python float/int (rounded to float32, a NEP 50 "weak"
+    scalar) -- never float64 (``np.float64(0.5)``, ``np.array(0.5)``).  Scales must be
+    finite and y_scale nonzero; negative scales are accepted (the formula applies).
+
+    Shapes.  a and b follow ``numpy.matmul`` exactly as in ``matmul_integer`` (1-D
+    promotion, broadcast batch dimensions, empty dimensions, any strides, no copies).
+    Each scale has the same shape as its zero point (a NumPy scalar is shape ``()``; a
+    Python number matches any size-1 partner).  Layouts:
+
+    - a_zero_point / a_scale: size 1 (per-tensor), 1-D ``[M]`` (per-row: row m uses
+      element m, not NumPy's last-axis broadcasting) or N-D broadcastable to
+      ``[..., M, 1]`` (per-row per batch);
+    - b_zero_point / b_scale: size 1, 1-D ``[N]`` (per-column) or N-D broadcastable to
+      ``[..., 1, N]``;
+    - y_zero_point / y_scale: size 1, 1-D ``[M]`` (per-row) or N-D broadcastable to
+      ``[..., M, N]``.
+
+    Zero-point and scale batch dimensions may not enlarge the output's batch dimensions.
+
+    Integer a and b.  ``acc = (a - a_zero_point) @ (b - b_zero_point)`` exactly, in int32
+    (as ``matmul_integer``); the multiplier ``m = f32(f32(a_scale) * f32(b_scale)) /
+    f32(y_scale)`` is computed in float32 for each output element (per-row and
+    per-column scales give an [M, N] grid; a multiplier beyond float32's range is clamped
+    to +-FLT_MAX); then ``y = saturate(round_half_to_even(double(acc) * double(m)) +
+    y_zero_point)`` for a uint8/int8 output, or the double ``double(acc) * double(m) +
+    float(y_zero_point)`` encoded to a float8 output with saturation.  Bit-exact and the
+    same on every kernel path and thread count.
+
+    float8 a or b (opset 21).  ``real = (float(q) - float(zero_point)) * scale`` in
+    float32, the products summed in float32 in increasing k, ``x = acc / y_scale``, then
+    the output cast: uint8/int8 rounds half to even, adds y_zero_point and saturates (a
+    NaN maps to y_zero_point); float8 adds float(y_zero_point) and encodes with ONNX
+    ``saturate=1``: round to nearest even, beyond the largest finite value and +-inf to
+    +-max finite, NaN to NaN.
+
+    Returns
+    -------
+    numpy.ndarray of y_zero_point's dtype, shape ``batch + [M, N]`` (without the
+    dimension a 1-D a or b lost), C-contiguous, newly allocated.
+
+    Threads: the GIL is released while the kernels run and calls are thread-safe; the
+    output is split over ``gemmkit.get_num_threads()`` threads (never K).
+
+    Raises
+    ------
+    TypeError
+        a, b or y_zero_point is not uint8/int8/float8; a zero point's dtype differs from
+        its tensor's (or it is a Python bool/float, a Python int for a float8 tensor, a
+        Python number for y_zero_point); a scale is not float32/float16/bfloat16 (a
+        float64 array or scalar, a Python bool).
+    ValueError
+        a or b is 0-d; the inner dimensions differ; the batch dimensions do not
+        broadcast; a zero point or scale has a shape other than the layouts above, or a
+        scale's shape differs from its zero point's; a scale is NaN or infinite (also a
+        Python number beyond float32's range), or y_scale is 0; a Python int zero point
+        is out of range; M, N or K is 2**31 or more; b is a ``PackedB`` made for another
+        op, or b_scale/b_zero_point is given with one.
+    MemoryError
+        No memory for the packing buffers.
+
+    Checks run before any work; messages name the argument and show shapes and dtypes.
+
+    Example
+    -------
+    >>> a = np.array([[10, 20]], np.uint8)
+    >>> b = np.array([[1], [2]], np.int8)
+    >>> gemmkit.qlinear_matmul(a, np.float32(0.5), np.uint8(0), b, np.float32(1.0),
+    ...                        np.int8(0), np.float32(1.0), np.uint8(100))
+    array([[125]], dtype=uint8)
     """
     cdef PackedB pk = None
     if isinstance(b, PackedB):

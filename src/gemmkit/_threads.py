@@ -125,8 +125,21 @@ def _check_count(n: object, what: str) -> int:
 
 
 def set_num_threads(n: SupportsIndex) -> int:
-    """Set the threads every call of this process uses (unless a ``with threads(n)`` block
-    of the calling thread overrides it).  Returns the previous process setting."""
+    """Set how many threads every gemmkit call of this process may use (itself included),
+    unless a ``with gemmkit.threads(n):`` block of the calling thread overrides it.
+
+    n: an int (or anything with ``__index__``, not a bool), 1 <= n <= 256.  Overrides
+    ``GEMMKIT_NUM_THREADS`` / ``OMP_NUM_THREADS`` (read at import) and the CPU count;
+    threadpoolctl's ``threadpool_limits(n, user_api="gemmkit")`` sets the same value.
+    Applies to MatMulInteger, QLinearMatMul, Gemm and cast alike.  Small products still
+    run on fewer threads, and results never depend on the count (the output is split,
+    never K).  Thread-safe; takes effect for calls that start after it returns.
+
+    Returns the previous process setting (an int).
+
+    Raises TypeError if n is not an integer (a float, a bool, None, a str) and
+    ValueError if it is below 1 or above 256.
+    """
     count = _check_count(n, "set_num_threads(n)")
     old = _core._get_process_threads()
     _core._set_process_threads(count)
@@ -134,15 +147,29 @@ def set_num_threads(n: SupportsIndex) -> int:
 
 
 def get_num_threads() -> int:
-    """Threads a call from this Python thread would use now (at most: small products run
-    on fewer)."""
+    """How many threads a gemmkit call made from this Python thread may use now (an int
+    >= 1, the calling thread included): the innermost ``with gemmkit.threads(n):`` block
+    of this thread, else the process setting (``set_num_threads``, else
+    ``GEMMKIT_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this process may
+    use: its affinity mask capped by a cgroup CPU quota).  Products too small to pay for
+    waking a thread run on fewer.  Raises nothing.
+    """
     return _core._effective_threads()
 
 
 @contextlib.contextmanager
 def threads(n: SupportsIndex) -> Iterator[int]:
-    """``with gemmkit.threads(n):`` -- calls made by this Python thread inside the block use
-    n threads; other threads keep their setting.  Blocks nest."""
+    """Context manager: ``with gemmkit.threads(n):`` -- gemmkit calls made by this Python
+    thread inside the block may use n threads; other Python threads keep their setting.
+
+    n: an int (or anything with ``__index__``, not a bool), 1 <= n <= 256.  Blocks nest
+    (the innermost wins) and the previous setting comes back on exit, also when the block
+    raises.  The ``as`` target is n.  A thread-local override: it takes precedence over
+    ``set_num_threads`` and the environment for this thread only.
+
+    Raises TypeError if n is not an integer and ValueError if it is below 1 or above 256
+    (when the ``with`` statement is entered).
+    """
     count = _check_count(n, "threads(n)")
     old = _core._get_local_threads()
     _core._set_local_threads(count)
