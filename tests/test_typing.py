@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import fnmatch
 import importlib.util
 import inspect
 import os
@@ -101,6 +102,14 @@ def test_packaging_lists_typing_files():
     line = next(x for x in manifest.splitlines() if x.startswith("recursive-include src/gemmkit"))
     assert "*.pyi" in line.split() and "py.typed" in line.split(), line
     assert (root / "src" / "gemmkit" / "py.typed").is_file()
+    # the files these tests read travel in the sdist too
+    rules = [x.split()[1:] for x in manifest.splitlines() if x.startswith("recursive-include")]
+    for f in HERE.iterdir():
+        if not f.is_file() or f.suffix == ".pyc":
+            continue
+        rel = f.relative_to(root).as_posix()
+        assert any(rel.startswith(d + "/") and any(fnmatch.fnmatch(f.name, p) for p in pats)
+                   for d, *pats in rules), f"MANIFEST.in leaves {rel} out of the sdist"
 
 
 # ---- __all__ and the stubs against the runtime -----------------------------------------
