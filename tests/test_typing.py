@@ -131,7 +131,8 @@ def test_all_is_complete_and_documented(gk, pkg_dir):
 
 def test_all_names_are_visible_to_type_checkers(gk, pkg_dir):
     """Each name of __all__ is imported in __init__.py from a module whose types a checker
-    reads (the stub for _core, the annotated .py files otherwise) and defined there."""
+    reads -- its stub (.pyi) if it has one, else its source -- and defined there; a
+    function defined in Python source is fully annotated."""
     init = ast.parse((pkg_dir / "__init__.py").read_text())
     source_of = {}
     for node in init.body:
@@ -141,12 +142,20 @@ def test_all_names_are_visible_to_type_checkers(gk, pkg_dir):
     static_all = next(ast.literal_eval(n.value) for n in init.body if isinstance(n, ast.Assign)
                       and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
     assert static_all == gk.__all__
-    files = {"_core": "_core.pyi", "_threads": "_threads.py", "_typing": "_typing.py"}
     for name in set(static_all) - {"__version__"}:
         module = source_of.get(name)
-        assert module in files, f"gemmkit.{name} comes from {module!r}, which has no types"
-        tree = ast.parse((pkg_dir / files[module]).read_text())
-        assert name in _top_level_names(tree), f"{name} is not defined in {files[module]}"
+        assert module, f"gemmkit.{name} is not imported in __init__.py from a submodule"
+        path = pkg_dir / f"{module}.pyi"
+        if not path.is_file():
+            path = pkg_dir / f"{module}.py"
+        assert path.is_file(), f"gemmkit.{name}: {module} has neither a stub nor a .py"
+        assert name in _top_level_names(ast.parse(path.read_text())), \
+            f"{name} is not defined in {path.name}"
+        fn = inspect.unwrap(getattr(gk, name))
+        if path.suffix == ".py" and inspect.isfunction(fn):
+            sig = inspect.signature(fn)
+            assert all(p.annotation is not p.empty for p in sig.parameters.values()) and \
+                sig.return_annotation is not sig.empty, f"{name} is not fully annotated"
 
 
 def test_stub_names_match_the_compiled_module(gk, pkg_dir):
