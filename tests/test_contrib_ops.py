@@ -1,0 +1,464 @@
+"""gemmkit.contrib (com.microsoft QGemm, MatMulIntegerToFloat, DynamicQuantizeMatMul,
+DynamicQuantizeLinear) against the exact oracles of contrib_oracles.py, bit for bit, on
+every int8 kernel path; their argument errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import contrib_oracles as co
+import oracles as o
+
+U8, S8, I32, F32, F16 = np.uint8, np.int8, np.int32, np.float32, np.float16
+MIXES = [(U8, U8), (U8, S8), (S8, U8), (S8, S8)]
+
+
+def _c():
+    import gemmkit.contrib
+    return gemmkit.contrib
+
+
+def _rand_q(rng, dt, shape):
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+def assert_bits(got, want):
+    """Same dtype, shape and bits (float: the sign of zero included)."""
+    assert isinstance(got, np.ndarray), type(got)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if got.dtype.kind == "f":
+        view = {2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
+        bad = got.view(view) != want.view(view)
+    else:
+        bad = got != want
+    if np.any(bad):
+        idx = tuple(np.argwhere(bad)[0])
+        raise AssertionError(f"{int(bad.sum())} of {bad.size} elements differ; first at "
+                             f"{idx}: got {got[idx]!r}, expected {want[idx]!r}")
+
+
+# ----------------------------------------------------------------------------------------
+# MatMulIntegerToFloat
+# ----------------------------------------------------------------------------------------
+
+def _scales(rng, layout, m, n, dt=F32):
+    """(a_scale, b_scale) for a scale layout; 'swapped' puts B's per-column scale first,
+    as onnxruntime's fusion may."""
+    s = lambda shape: rng.uniform(1e-4, 0.2, shape).astype(dt)  # noqa: E731
+    if layout == "tensor":
+        return s(()), s((1,))
+    if layout == "column":
+        return s(()), s((n,))
+    if layout == "swapped":
+        return s((n,)), s(())
+    if layout == "row":
+        return s((m, 1)), s((n,))
+    raise AssertionError(layout)
+
+
+@pytest.mark.parametrize("ta,tb", MIXES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("layout", ["tensor", "column", "swapped", "row"])
+def test_matmul_integer_to_float_exact(isa, ta, tb, layout):
+    c = _c()
+    rng = np.random.default_rng(hash((np.dtype(ta).name, np.dtype(tb).name, layout)) % 2**32)
+    for trial in range(4):
+        m, k, n = (int(v) for v in rng.integers(1, 40, 3))
+        batch = () if trial % 2 == 0 else (2,)
+        a = _rand_q(rng, ta, batch + (m, k))
+        b = _rand_q(rng, tb, (k, n))
+        sa, sb = _scales(rng, layout, m, n)
+        azp = [None, _rand_q(rng, ta, ()), _rand_q(rng, ta, (m,))][trial % 3]
+        bzp = [_rand_q(rng, tb, (n,)), None, _rand_q(rng, tb, ())][trial % 3]
+        bias = None if trial == 1 else rng.standard_normal(n).astype(F32)
+        got = c.matmul_integer_to_float(a, b, sa, sb, azp, bzp, bias)
+        assert_bits(got, co.matmul_integer_to_float(a, b, sa, sb, azp, bzp, bias))
+
+
+def test_matmul_integer_to_float_shapes_and_float16(isa):
+    c = _c()
+    rng = np.random.default_rng(3)
+    a1 = _rand_q(rng, U8, (9,))                      # 1-D A: promoted, M removed
+    b = _rand_q(rng, S8, (9, 5))
+    want = co.matmul_integer_to_float(a1, b, F32(0.5), F32(0.25))
+    got = c.matmul_integer_to_float(a1, b, F32(0.5), F32(0.25))
+    assert got.shape == (5,)
+    assert_bits(got, want)
+    b1 = _rand_q(rng, S8, (9,))                      # 1-D B: N removed
+    a = _rand_q(rng, U8, (3, 4, 9))
+    assert_bits(c.matmul_integer_to_float(a, b1, F32(0.5), F32(0.25), U8(7), S8(-3)),
+                co.matmul_integer_to_float(a, b1, F32(0.5), F32(0.25), U8(7), S8(-3)))
+    # batch broadcasting and a batched B
+    a = _rand_q(rng, S8, (3, 1, 4, 9))
+    bb = _rand_q(rng, S8, (2, 9, 5))
+    sb = rng.uniform(0.01, 1, 5).astype(F32)
+    assert_bits(c.matmul_integer_to_float(a, bb, F32(0.1), sb),
+                co.matmul_integer_to_float(a, bb, F32(0.1), sb))
+    # float16 scales and bias: float16 output, rounded once from the float32 steps
+    sa16, sb16 = np.float16(0.0123), rng.uniform(0.01, 1, 5).astype(F16)
+    bias16 = rng.standard_normal(5).astype(F16)
+    got = c.matmul_integer_to_float(_rand_q(rng, U8, (6, 9)), b, sa16, sb16, None, None,
+                                    bias16)
+    assert got.dtype == F16
+    a = _rand_q(rng, U8, (6, 9))
+    assert_bits(c.matmul_integer_to_float(a, b, sa16, sb16, None, None, bias16),
+                co.matmul_integer_to_float(a, b, sa16, sb16, None, None, bias16))
+    # empty dims
+    for shape_a, shape_b in (((0, 9), (9, 5)), ((4, 0), (0, 5)), ((4, 9), (9, 0))):
+        a, bq = np.zeros(shape_a, U8), np.zeros(shape_b, S8)
+        bias = np.ones(shape_b[1], F32)
+        assert_bits(c.matmul_integer_to_float(a, bq, F32(2), F32(3), None, None, bias),
+                    co.matmul_integer_to_float(a, bq, F32(2), F32(3), None, None, bias))
+
+
+def test_matmul_integer_to_float_rounds_large_accumulators_and_wraps(isa):
+    """|acc| > 2**24: f32(acc) rounds (nearest even); K = 33100 of 255 * 255 wraps int32."""
+    c = _c()
+    rng = np.random.default_rng(4)
+    k = 700
+    a = rng.integers(200, 256, (3, k)).astype(U8)
+    b = rng.integers(-128, -100, (k, 4)).astype(S8)
+    s = F32(1.0)          # y = f32(acc) exactly: the rounding of int32 -> float32 shows
+    got = c.matmul_integer_to_float(a, b, s, s)
+    want = co.matmul_integer_to_float(a, b, s, s)
+    assert_bits(got, want)
+    acc = o.matmul_integer(a, b)
+    assert np.any(got.astype(np.int64) != acc), "some |acc| > 2**24 should round"
+    k = 33100
+    a, bu = np.full((1, k), 255, U8), np.full((k, 2), 255, U8)
+    got = c.matmul_integer_to_float(a, bu, F32(1), F32(1))
+    assert_bits(got, co.matmul_integer_to_float(a, bu, F32(1), F32(1)))
+    assert got[0, 0] < 0   # 255 * 255 * 33100 > 2**31: wrapped
+
+
+def test_matmul_integer_to_float_packed_b_equals_unpacked(isa):
+    import gemmkit as gk
+    c = _c()
+    rng = np.random.default_rng(5)
+    for m in (1, 5, 17):
+        a = _rand_q(rng, U8, (m, 64))
+        w = _rand_q(rng, S8, (64, 24))
+        wzp = _rand_q(rng, S8, (24,))
+        sb = rng.uniform(0.001, 0.01, 24).astype(F32)
+        bias = rng.standard_normal(24).astype(F32)
+        pb = gk.pack_b(w, "matmul_integer", b_zero_point=wzp)
+        want = co.matmul_integer_to_float(a, w, F32(0.02), sb, U8(3), wzp, bias)
+        assert_bits(c.matmul_integer_to_float(a, pb, F32(0.02), sb, U8(3), None, bias), want)
+        assert_bits(c.matmul_integer_to_float(a, w, F32(0.02), sb, U8(3), wzp, bias), want)
+        x = rng.standard_normal((m, 64)).astype(F32)
+        assert_bits(c.dynamic_quantize_matmul(x, pb, sb, None, bias),
+                    co.dynamic_quantize_matmul(x, w, sb, wzp, bias))
+
+
+# ----------------------------------------------------------------------------------------
+# DynamicQuantizeLinear / DynamicQuantizeMatMul
+# ----------------------------------------------------------------------------------------
+
+def _dql_inputs():
+    rng = np.random.default_rng(6)
+    ties = np.arange(-127.5, 128.0, 0.5, dtype=F32)   # scale 1: every x.5 and the zero
+    return {                                           # point 127.5 are ties
+        "normal": rng.standard_normal((7, 13)).astype(F32),
+        "ties": ties,
+        "ties_shifted": (ties * F32(0.25)),            # scale 0.25 exactly: ties again
+        "positive": rng.uniform(0.5, 3, (4, 5)).astype(F32),
+        "negative": -rng.uniform(0.5, 3, (4, 5)).astype(F32),
+        "zeros": np.zeros((3, 4), F32),
+        "negzero": np.full((2, 2), -0.0, F32),
+        "single": np.array([[2.5]], F32),
+        "tiny": (rng.standard_normal((3, 3)) * 1e-38).astype(F32),
+        "wide": np.array([-2e38, 0.0, 1.3e38, 7.0], F32),
+        "empty": np.zeros((0, 4), F32),
+    }
+
+
+@pytest.mark.parametrize("name", list(_dql_inputs()))
+def test_dynamic_quantize_linear_exact(name):
+    c = _c()
+    x = _dql_inputs()[name]
+    q, s, z = c.dynamic_quantize_linear(x)
+    wq, ws, wz = co.dynamic_quantize_linear(x)
+    assert_bits(q, wq)
+    assert_bits(s, ws)
+    assert_bits(z, wz)
+    assert s.shape == () and z.shape == ()
+    if name == "ties":
+        assert s == 1 and z == 128           # 127.5 rounds to the even 128
+        assert q[0] == 0 and q[1] == 1       # -127.5 + 128 -> 0.5 -> 0 (even) ...
+        assert q[-1] == 255
+    # onnx's reference DynamicQuantizeLinear is a second reading of the same definition
+    # (it differs only in the scale it reports for an all-zero x: 1/255, unused then)
+    onnx = pytest.importorskip("onnx")
+    from onnx.reference.ops.op_dynamic_quantize_linear import DynamicQuantizeLinear
+    del onnx
+    node = __import__("onnx").helper.make_node("DynamicQuantizeLinear", ["x"],
+                                               ["y", "s", "z"])
+    if x.size and np.any(x != 0):
+        rq, rs, rz = DynamicQuantizeLinear(node, {"log": lambda *a: None, "opsets": {"": 11},
+                                                  "new_ops": None}).run(x)
+        assert_bits(q, rq)
+        assert_bits(s, np.asarray(rs, F32))
+        assert_bits(z, np.asarray(rz, U8))
+
+
+@pytest.mark.parametrize("tb", [U8, S8], ids=lambda t: np.dtype(t).name)
+def test_dynamic_quantize_matmul_exact(isa, tb):
+    c = _c()
+    rng = np.random.default_rng(7 + (tb == S8))
+    for trial in range(6):
+        m, k, n = (int(v) for v in rng.integers(1, 33, 3))
+        batch = () if trial % 2 == 0 else (3,)
+        a = (rng.standard_normal(batch + (m, k)) * rng.uniform(0.1, 10)).astype(F32)
+        if trial == 4:
+            a = np.abs(a)
+        b = _rand_q(rng, tb, (k, n))
+        per_col = trial % 3 != 0
+        sb = rng.uniform(1e-3, 0.1, (n,) if per_col else ()).astype(F32)
+        bzp = None if trial == 2 else _rand_q(rng, tb, sb.shape)
+        bias = None if trial == 3 else rng.standard_normal(n).astype(F32)
+        assert_bits(c.dynamic_quantize_matmul(a, b, sb, bzp, bias),
+                    co.dynamic_quantize_matmul(a, b, sb, bzp, bias))
+    # ties in A's quantization (scale 1) and an all-zero A
+    a = np.append(np.arange(-127.5, 128.0, 0.5, dtype=F32), F32(0)).reshape(16, 32)
+    b = _rand_q(rng, tb, (32, 7))
+    assert_bits(c.dynamic_quantize_matmul(a, b, F32(0.5)),
+                co.dynamic_quantize_matmul(a, b, F32(0.5)))
+    z = np.zeros((4, 32), F32)
+    bias = rng.standard_normal(7).astype(F32)
+    got = c.dynamic_quantize_matmul(z, b, F32(0.5), None, bias)
+    assert_bits(got, co.dynamic_quantize_matmul(z, b, F32(0.5), None, bias))
+    assert_bits(got, np.broadcast_to(bias, (4, 7)).copy())
+
+
+# ----------------------------------------------------------------------------------------
+# QGemm
+# ----------------------------------------------------------------------------------------
+
+C_SHAPES = [None, (), (1,), "N", (1, "N"), ("M", 1), ("M", "N")]
+
+
+def _c_shape(spec, m, n):
+    if spec is None:
+        return None
+    if spec == "N":
+        return (n,)
+    return tuple(m if d == "M" else n if d == "N" else d for d in spec)
+
+
+@pytest.mark.parametrize("ta,tb", MIXES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("out", ["float", "u8", "s8"])
+def test_qgemm_exact(isa, ta, tb, out):
+    c = _c()
+    rng = np.random.default_rng(hash((np.dtype(ta).name, np.dtype(tb).name, out)) % 2**32)
+    for trial in range(8):
+        m, k, n = (int(v) for v in rng.integers(1, 36, 3))
+        trans_a, trans_b = trial % 2, (trial // 2) % 2
+        alpha = [1.0, 0.5, -1.75, 3.0, 1.0, 0.1, 2.0, -0.3][trial]
+        a = _rand_q(rng, ta, (k, m) if trans_a else (m, k))
+        b = _rand_q(rng, tb, (n, k) if trans_b else (k, n))
+        sa = np.asarray(rng.uniform(1e-3, 0.05), F32)
+        azp = _rand_q(rng, ta, [(), (1,)][trial % 2])
+        per_col = trial % 3 == 1
+        sb = rng.uniform(1e-3, 0.05, (n,) if per_col else [(), (1,)][trial % 2]).astype(F32)
+        bzp = None if trial == 5 else _rand_q(rng, tb, sb.shape)
+        cs = _c_shape(C_SHAPES[trial % len(C_SHAPES)], m, n)
+        cc = None if cs is None else rng.integers(-20000, 20000, cs).astype(I32)
+        if out == "float":
+            ys = yzp = None
+        else:
+            dt = U8 if out == "u8" else S8
+            ys = np.asarray(float(sa) * float(sb.max()) * abs(alpha) * np.sqrt(k) * 40, F32)
+            yzp = _rand_q(rng, dt, ())
+        got = c.qgemm(a, sa, azp, b, sb, bzp, cc, ys, yzp, alpha=alpha, transA=trans_a,
+                      transB=trans_b)
+        want = co.qgemm(a, sa, azp, b, sb, bzp, cc, ys, yzp, alpha, trans_a, trans_b)
+        assert_bits(got, want)
+        assert got.shape == (m, n)
+
+
+def test_qgemm_is_qlinear_matmul_for_alpha_1_without_c(isa):
+    import gemmkit as gk
+    c = _c()
+    rng = np.random.default_rng(11)
+    a = _rand_q(rng, U8, (13, 40))
+    b = _rand_q(rng, S8, (40, 9))
+    sb = rng.uniform(0.001, 0.01, 9).astype(F32)
+    bzp = _rand_q(rng, S8, (9,))
+    args = (a, F32(0.03), U8(5), b, sb, bzp)
+    got = c.qgemm(*args, None, F32(0.2), U8(100))
+    assert_bits(got, gk.qlinear_matmul(*args, F32(0.2), U8(100)))
+    assert_bits(got, co.qgemm(*args, None, F32(0.2), U8(100)))
+
+
+def test_qgemm_ties_round_half_to_even_on_every_route(isa):
+    """m = 0.5 exactly: every odd acc is a tie; the QLinearMatMul route (no C), the
+    integer route (C = 0 given) and a packed B must all round half to even."""
+    import gemmkit as gk
+    c = _c()
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 8, (9, 5)).astype(U8)
+    b = rng.integers(-8, 8, (5, 6)).astype(S8)
+    acc = o.matmul_integer(a, b)
+    assert np.any(acc % 2 == 1)
+    want = np.clip(np.rint(acc * 0.5) + 10, -128, 127).astype(S8)
+    args = (a, F32(1.0), U8(0), b, F32(0.5), S8(0))
+    assert_bits(c.qgemm(*args, None, F32(1.0), S8(10)), want)
+    assert_bits(c.qgemm(*args, np.zeros((), I32), F32(1.0), S8(10)), want)
+    pb = gk.pack_b(b, "matmul_integer", b_zero_point=S8(0))
+    assert_bits(c.qgemm(a, F32(1.0), U8(0), pb, F32(0.5), None, None, F32(1.0), S8(10)),
+                want)
+    # alpha = 0.5 with scales 1: the same multiplier, formed as f32(alpha * a_scale)
+    assert_bits(c.qgemm(a, F32(1.0), U8(0), b, F32(1.0), S8(0), None, F32(1.0), S8(10),
+                        alpha=0.5), want)
+
+
+def test_qgemm_packed_b_and_extremes(isa):
+    import gemmkit as gk
+    c = _c()
+    rng = np.random.default_rng(13)
+    a = np.full((7, 300), 255, U8)
+    b = np.full((300, 10), -128, S8)
+    cc = np.full((10,), 2**31 - 1, I32)                # acc + C wraps mod 2**32
+    for ys, yzp in ((None, None), (F32(1e-3), U8(0)), (F32(1e5), S8(-3))):
+        want = co.qgemm(a, F32(0.01), U8(0), b, F32(0.02), S8(0), cc, ys, yzp, 0.25)
+        assert_bits(c.qgemm(a, F32(0.01), U8(0), b, F32(0.02), S8(0), cc, ys, yzp,
+                            alpha=0.25), want)
+        pb = gk.pack_b(b, "matmul_integer", b_zero_point=S8(0))
+        assert_bits(c.qgemm(a, F32(0.01), U8(0), pb, F32(0.02), None, cc, ys, yzp,
+                            alpha=0.25), want)
+    # K = 0: acc = 0 (+ C)
+    for ys, yzp in ((None, None), (F32(0.5), U8(3))):
+        a0, b0 = np.zeros((4, 0), U8), np.zeros((0, 3), U8)
+        cc = rng.integers(-5, 5, (4, 1)).astype(I32)
+        assert_bits(c.qgemm(a0, F32(1), U8(0), b0, F32(1), U8(0), cc, ys, yzp),
+                    co.qgemm(a0, F32(1), U8(0), b0, F32(1), U8(0), cc, ys, yzp))
+
+
+# ----------------------------------------------------------------------------------------
+# errors: before any work, naming the op and the argument
+# ----------------------------------------------------------------------------------------
+
+def _err_cases():
+    a, b = np.ones((3, 4), U8), np.ones((4, 5), S8)
+    f = F32(0.5)
+    x = np.ones((3, 4), F32)
+    return [
+        # MatMulIntegerToFloat
+        ("mitf A float", lambda c: c.matmul_integer_to_float(x, b, f, f), TypeError, r"A\b"),
+        ("mitf B list", lambda c: c.matmul_integer_to_float(a, [[1]], f, f), TypeError,
+         r"\bB\b"),
+        ("mitf a_scale f64", lambda c: c.matmul_integer_to_float(a, b, np.float64(1), f),
+         TypeError, r"a_scale.*float64"),
+        ("mitf scales mixed", lambda c: c.matmul_integer_to_float(a, b, F16(1), f),
+         TypeError, r"a_scale and b_scale"),
+        ("mitf bias dtype", lambda c: c.matmul_integer_to_float(
+            a, b, f, f, None, None, np.ones(5, np.float64)), TypeError, r"bias"),
+        ("mitf bias shape", lambda c: c.matmul_integer_to_float(
+            a, b, f, f, None, None, np.ones(4, F32)), ValueError, r"bias.*\[4\].*\[3, 5\]"),
+        ("mitf b_scale shape", lambda c: c.matmul_integer_to_float(
+            a, b, f, np.ones(4, F32)), ValueError, r"b_scale.*\[4\]"),
+        ("mitf scale enlarges", lambda c: c.matmul_integer_to_float(
+            a, b, np.ones((2, 3, 1), F32), f), ValueError, r"a_scale.*\[2, 3, 1\]"),
+        ("mitf a_zp dtype", lambda c: c.matmul_integer_to_float(a, b, f, f, S8(1)),
+         TypeError, r"MatMulIntegerToFloat: .*a_zero_point"),
+        ("mitf b_zp shape", lambda c: c.matmul_integer_to_float(
+            a, b, f, f, None, np.zeros(4, S8)), ValueError, r"b_zero_point"),
+        ("mitf inner", lambda c: c.matmul_integer_to_float(a, np.ones((5, 5), S8), f, f),
+         ValueError, r"MatMulIntegerToFloat: .*K=4.*K=5"),
+        ("mitf wrong pack", lambda c: c.matmul_integer_to_float(
+            a, __import__("gemmkit").pack_b(b, "qlinear_matmul", b_scale=f,
+                                            b_zero_point=S8(0)), f, f),
+         ValueError, r"\bB\b.*qlinear_matmul"),
+        # DynamicQuantizeLinear / DynamicQuantizeMatMul
+        ("dql int", lambda c: c.dynamic_quantize_linear(np.ones(3, U8)), TypeError, r"x\b"),
+        ("dql nan", lambda c: c.dynamic_quantize_linear(np.array([1, np.nan], F32)),
+         ValueError, r"x\b.*NaN"),
+        ("dql range", lambda c: c.dynamic_quantize_linear(np.array([-3e38, 1e38], F32)),
+         ValueError, r"range of x.*overflows"),
+        ("dqmm A f64", lambda c: c.dynamic_quantize_matmul(x.astype(np.float64), b, f),
+         TypeError, r"A\b.*float64"),
+        ("dqmm A inf", lambda c: c.dynamic_quantize_matmul(
+            np.array([[np.inf, 0, 0, 0]], F32), b, f), ValueError, r"A\b.*infinity"),
+        ("dqmm b_scale f16", lambda c: c.dynamic_quantize_matmul(x, b, F16(1)), TypeError,
+         r"b_scale.*float16"),
+        ("dqmm b_scale shape", lambda c: c.dynamic_quantize_matmul(x, b, np.ones(3, F32)),
+         ValueError, r"b_scale.*\[3\]"),
+        ("dqmm bias shape", lambda c: c.dynamic_quantize_matmul(
+            x, b, f, None, np.ones(3, F32)), ValueError, r"bias"),
+        ("dqmm inner", lambda c: c.dynamic_quantize_matmul(np.ones((3, 5), F32), b, f),
+         ValueError, r"DynamicQuantizeMatMul: .*K=5.*K=4"),
+        ("dqmm b_zp dtype", lambda c: c.dynamic_quantize_matmul(x, b, f, U8(0)),
+         TypeError, r"b_zero_point"),
+        # QGemm
+        ("qg A 3-D", lambda c: c.qgemm(np.ones((2, 3, 4), U8), f, U8(0), b, f),
+         ValueError, r"QGemm: A must be 2-D.*\[2, 3, 4\]"),
+        ("qg A f32", lambda c: c.qgemm(x, f, U8(0), b, f), TypeError, r"A\b.*float32"),
+        ("qg inner", lambda c: c.qgemm(a, f, U8(0), b, f, transB=1), ValueError,
+         r"transB=1"),
+        ("qg transA 2", lambda c: c.qgemm(a, f, U8(0), b, f, transA=2), ValueError,
+         r"transA"),
+        ("qg transA float", lambda c: c.qgemm(a, f, U8(0), b, f, transA=1.0), TypeError,
+         r"transA"),
+        ("qg alpha str", lambda c: c.qgemm(a, f, U8(0), b, f, alpha="1"), TypeError,
+         r"alpha"),
+        ("qg alpha nan", lambda c: c.qgemm(a, f, U8(0), b, f, alpha=float("nan")),
+         ValueError, r"alpha"),
+        ("qg alpha overflow", lambda c: c.qgemm(a, F32(1e30), U8(0), b, f, alpha=1e10),
+         ValueError, r"alpha \* a_scale"),
+        ("qg a_scale vec", lambda c: c.qgemm(a, np.ones(3, F32), U8(0), b, f), ValueError,
+         r"a_scale.*\[3\]"),
+        ("qg a_scale f16", lambda c: c.qgemm(a, F16(1), U8(0), b, f), TypeError,
+         r"a_scale.*float16"),
+        ("qg a_scale inf", lambda c: c.qgemm(a, F32(np.inf), U8(0), b, f), ValueError,
+         r"a_scale"),
+        ("qg a_zp missing", lambda c: c.qgemm(a, f, None, b, f), ValueError,
+         r"a_zero_point"),
+        ("qg a_zp dtype", lambda c: c.qgemm(a, f, S8(0), b, f), TypeError,
+         r"a_zero_point.*uint8.*int8"),
+        ("qg a_zp range", lambda c: c.qgemm(a, f, 256, b, f), ValueError, r"a_zero_point"),
+        ("qg a_zp vec", lambda c: c.qgemm(a, f, np.zeros(3, U8), b, f), ValueError,
+         r"a_zero_point.*\[3\]"),
+        ("qg b_scale M", lambda c: c.qgemm(a, f, U8(0), b, np.ones(3, F32)), ValueError,
+         r"b_scale.*\[5\].*\[3\]"),
+        ("qg b_zp shape", lambda c: c.qgemm(a, f, U8(0), b, np.ones(5, F32), S8(0)),
+         ValueError, r"b_scale and b_zero_point.*\[5\].*\[\]"),
+        ("qg b_zp dtype", lambda c: c.qgemm(a, f, U8(0), b, f, U8(0)), TypeError,
+         r"b_zero_point"),
+        ("qg C dtype", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), np.ones(5, np.int64)),
+         TypeError, r"\bC\b.*int64"),
+        ("qg C shape", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), np.ones(3, I32)),
+         ValueError, r"\bC\b.*\[3\].*\[3, 5\]"),
+        ("qg C 3-D", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), np.ones((1, 3, 5), I32)),
+         ValueError, r"\bC\b"),
+        ("qg y half", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), None, f), ValueError,
+         r"y_scale and y_zero_point"),
+        ("qg y_zp int", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), None, f, 3), TypeError,
+         r"y_zero_point"),
+        ("qg y_zp f32", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), None, f, F32(0)),
+         TypeError, r"y_zero_point.*float32"),
+        ("qg y_scale 0", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), None, F32(0), U8(0)),
+         ValueError, r"y_scale"),
+        ("qg y_scale vec", lambda c: c.qgemm(a, f, U8(0), b, f, S8(0), None,
+                                             np.ones(3, F32), U8(0)), ValueError,
+         r"y_scale.*\[3\]"),
+        ("qg packed transB", lambda c: c.qgemm(
+            a, f, U8(0), __import__("gemmkit").pack_b(b, "matmul_integer"), f, transB=1),
+         ValueError, r"transB"),
+    ]
+
+
+ERR_CASES = _err_cases()
+
+
+@pytest.mark.parametrize("case", ERR_CASES, ids=[e[0] for e in ERR_CASES])
+def test_errors_name_the_argument(case):
+    _, fn, exc, pattern = case
+    op = {"mitf": "MatMulIntegerToFloat", "dql": "DynamicQuantizeLinear",
+          "dqmm": "DynamicQuantizeMatMul", "qg": "QGemm"}[case[0].split()[0]]
+    with pytest.raises(exc) as info:
+        fn(_c())
+    msg = str(info.value)
+    assert msg.startswith(f"{op}: "), msg
+    import re
+    assert re.search(pattern, msg), (pattern, msg)
