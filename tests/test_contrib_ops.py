@@ -1,6 +1,7 @@
 """gemmkit.contrib (com.microsoft QGemm, MatMulIntegerToFloat, DynamicQuantizeMatMul,
 DynamicQuantizeLinear) against the exact oracles of contrib_oracles.py, bit for bit, on
-every int8 kernel path; their argument errors."""
+every int8 kernel path; their argument errors; their run_node / reference_ops wiring
+(onnx_ops)."""
 from __future__ import annotations
 
 import numpy as np
@@ -462,3 +463,175 @@ def test_errors_name_the_argument(case):
     assert msg.startswith(f"{op}: "), msg
     import re
     assert re.search(pattern, msg), (pattern, msg)
+
+
+# ----------------------------------------------------------------------------------------
+# run_node and reference_ops wiring
+# ----------------------------------------------------------------------------------------
+
+def test_run_node_contrib_ops(isa):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+    from gemmkit.onnx_ops import run_node
+    del onnx
+    c = _c()
+    rng = np.random.default_rng(21)
+    a = _rand_q(rng, U8, (4, 6))
+    b = _rand_q(rng, S8, (6, 3))
+    sb = rng.uniform(0.01, 0.1, 3).astype(F32)
+    bias = rng.standard_normal(3).astype(F32)
+    ms = "com.microsoft"
+    # MatMulIntegerToFloat with a_zero_point left out by an empty name
+    node = helper.make_node("MatMulIntegerToFloat", ["A", "B", "sa", "sb", "", "bz", "bias"],
+                            ["Y"], domain=ms)
+    bz = _rand_q(rng, S8, ())
+    (y,) = run_node(node, [a, b, F32(0.1), sb, bz, bias])          # present inputs
+    assert_bits(y, co.matmul_integer_to_float(a, b, F32(0.1), sb, None, bz, bias))
+    (y2,) = run_node(node, [a, b, F32(0.1), sb, None, bz, bias])   # positional
+    assert_bits(y2, y)
+    # DynamicQuantizeMatMul, trailing optional inputs left out
+    x = rng.standard_normal((4, 6)).astype(F32)
+    node = helper.make_node("DynamicQuantizeMatMul", ["A", "B", "sb"], ["Y"], domain=ms)
+    (y,) = run_node(node, [x, b, sb])
+    assert_bits(y, c.dynamic_quantize_matmul(x, b, sb))
+    # QGemm with attributes, C omitted, quantized output
+    node = helper.make_node("QGemm", ["A", "sa", "za", "B", "sb", "zb", "", "sy", "zy"],
+                            ["Y"], domain=ms, alpha=0.5, transB=1)
+    bt = np.ascontiguousarray(b.T)
+    zb = np.zeros(3, S8)
+    (y,) = run_node(node, [a, F32(0.1), U8(3), bt, sb, zb, None, F32(0.05), U8(128)])
+    assert_bits(y, co.qgemm(a, F32(0.1), U8(3), bt, sb, zb, None, F32(0.05), U8(128),
+                            alpha=0.5, trans_b=1))
+    # float output: no y inputs at all
+    node = helper.make_node("QGemm", ["A", "sa", "za", "B", "sb", "zb", "C"], ["Y"],
+                            domain=ms)
+    cc = np.arange(3, dtype=I32)
+    (y,) = run_node(node, [a, F32(0.1), U8(3), b, sb, zb, cc])
+    assert_bits(y, co.qgemm(a, F32(0.1), U8(3), b, sb, zb, cc))
+    # mapping errors
+    with pytest.raises(ValueError, match="unexpected attributes"):
+        run_node(helper.make_node("QGemm", list("abcdef"), ["Y"], domain=ms, beta=1.0),
+                 [a, F32(0.1), U8(3), b, sb, zb])
+    with pytest.raises(ValueError, match="b_scale"):
+        run_node(helper.make_node("QGemm", ["a", "b", "c", "d", ""], ["Y"], domain=ms),
+                 [a, F32(0.1), U8(3), b, None])
+    with pytest.raises(NotImplementedError, match="QLinearConv"):
+        run_node(helper.make_node("QLinearConv", ["a"], ["Y"], domain=ms), [a])
+    with pytest.raises(NotImplementedError, match="domain"):
+        run_node(helper.make_node("QGemm", ["a"], ["Y"], domain="custom"), [a])
+    with pytest.raises(NotImplementedError):   # contrib ops live in com.microsoft only
+        run_node(helper.make_node("QGemm", ["a"], ["Y"]), [a])
+
+
+def test_reference_ops_run_every_opset_form(isa):
+    """One model per form: the evaluator runs each node on gemmkit (its class comes from
+    reference_ops) and gets what run_node / the oracles give."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    import gemmkit.onnx_ops as go
+    ops = go.reference_ops()
+    assert {(k.op_domain, k.__name__) for k in ops} == {
+        ("", "MatMulInteger"), ("", "QLinearMatMul"), ("", "Gemm"),
+        ("com.microsoft", "QGemm"), ("com.microsoft", "MatMulIntegerToFloat"),
+        ("com.microsoft", "DynamicQuantizeMatMul")}
+    rng = np.random.default_rng(22)
+
+    def run(nodes, feeds, opset, outs=("Y",)):
+        inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                                v.shape) for k, v in feeds.items()]
+        g = helper.make_graph(nodes, "g", inputs,
+                              [helper.make_tensor_value_info(o_, TP.UNDEFINED, None)
+                               for o_ in outs])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+        ev = ReferenceEvaluator(model, new_ops=ops)
+        assert all(type(n) in ops for n in ev.rt_nodes_), [type(n) for n in ev.rt_nodes_]
+        return ev.run(None, feeds)
+
+    f32 = lambda *s: rng.standard_normal(s).astype(F32)  # noqa: E731
+    a, b = f32(3, 4), f32(4, 5)
+    # Gemm opset 6: broadcast attribute; default off (C must be (M, N))
+    (y,) = run([helper.make_node("Gemm", ["A", "B", "C"], ["Y"], broadcast=1, alpha=0.5)],
+               {"A": a, "B": b, "C": f32(5)}, 6)
+    assert y.shape == (3, 5)
+    with pytest.raises(ValueError):
+        run([helper.make_node("Gemm", ["A", "B", "C"], ["Y"])],
+            {"A": a, "B": b, "C": f32(5)}, 6)
+    # Gemm opset 13: C omitted, transA
+    (y,) = run([helper.make_node("Gemm", ["A", "B"], ["Y"], transA=1, beta=0.0)],
+               {"A": a.T.copy(), "B": b}, 13)
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
+    # QLinearMatMul opset 21 with a float8 input and float16 scales
+    f8 = o.FLOAT8_TYPES[0]
+    qa = o.f8_from_float(rng.uniform(-4, 4, (3, 8)), f8)
+    qb = _rand_q(rng, S8, (8, 2))
+    feeds = {"a": qa, "sa": np.float16(0.5), "za": np.zeros((), f8), "b": qb,
+             "sb": np.float16(0.25), "zb": S8(0), "sy": np.float16(0.125), "zy": U8(100)}
+    feeds = {k: np.asarray(v) for k, v in feeds.items()}
+    (y,) = run([helper.make_node("QLinearMatMul", list(feeds), ["Y"])], feeds, 21)
+    o.check_qlinear(y, *feeds.values())
+    # MatMulInteger + the three contrib ops in one graph
+    qa, qw = _rand_q(rng, U8, (2, 3, 8)), _rand_q(rng, S8, (8, 4))
+    nodes = [
+        helper.make_node("MatMulInteger", ["qa", "qw", "za"], ["mi"]),
+        helper.make_node("MatMulIntegerToFloat", ["qa", "qw", "sa", "sw", "za"], ["mf"],
+                         domain="com.microsoft"),
+        helper.make_node("DynamicQuantizeMatMul", ["x", "qw", "sw", "", "bias"], ["dq"],
+                         domain="com.microsoft"),
+        helper.make_node("QGemm", ["q2", "sa", "za", "qw", "sw", "zw", "", "sy", "zy"],
+                         ["qg"], domain="com.microsoft", alpha=2.0),
+    ]
+    feeds = {"qa": qa, "qw": qw, "za": U8(4), "sa": F32(0.02), "sw": F32(0.01),
+             "x": f32(5, 8), "bias": f32(4), "q2": _rand_q(rng, U8, (6, 8)),
+             "zw": S8(0), "sy": F32(0.03), "zy": S8(-5)}
+    feeds = {k: np.asarray(v) for k, v in feeds.items()}
+    mi, mf, dq, qg = run(nodes, feeds, 13, outs=("mi", "mf", "dq", "qg"))
+    assert_bits(mi, o.matmul_integer(qa, qw, U8(4)))
+    assert_bits(mf, co.matmul_integer_to_float(qa, qw, F32(0.02), F32(0.01), U8(4)))
+    assert_bits(dq, co.dynamic_quantize_matmul(feeds["x"], qw, F32(0.01), None,
+                                               feeds["bias"]))
+    assert_bits(qg, co.qgemm(feeds["q2"], F32(0.02), U8(4), qw, F32(0.01), S8(0), None,
+                             F32(0.03), S8(-5), alpha=2.0))
+    del onnx, numpy_helper
+
+
+def test_reference_ops_linked_attributes_in_a_function():
+    """A function whose Gemm takes alpha/transB from the function's attributes
+    (ref_attr_name), evaluated with the attributes given at run time: the evaluator
+    resolves them and gemmkit applies them.  (onnx's evaluator does not hand new_ops to
+    the evaluators of a *model's* local functions, so those bodies run on onnx's own ops.)"""
+    pytest.importorskip("onnx")
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    import gemmkit.onnx_ops as go
+    gemm = helper.make_node("Gemm", ["A", "B"], ["Y"])
+    for name, typ in (("alpha", 1), ("transB", 2)):
+        gemm.attribute.append(helper.make_attribute_ref(name, typ))
+    fn = helper.make_function("local", "ScaledMM", ["A", "B"], ["Y"], [gemm],
+                              [helper.make_opsetid("", 13)], attributes=["alpha", "transB"])
+    a = np.arange(6, dtype=F32).reshape(2, 3)
+    b = np.arange(12, dtype=F32).reshape(4, 3)
+    calls = []
+    ops = go.reference_ops()
+    gemm_cls = next(k for k in ops if k.__name__ == "Gemm")
+    orig = gemm_cls._run
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs)
+        return orig(self, *args, **kwargs)
+
+    gemm_cls._run = spy
+    try:
+        ev = ReferenceEvaluator(fn, new_ops=ops)
+        (y,) = ev.run(None, {"A": a, "B": b}, attributes={"alpha": -2.0, "transB": 1})
+        (y1,) = ev.run(None, {"A": a, "B": b.T.copy()}, attributes={"alpha": 1.0,
+                                                                   "transB": 0})
+    finally:
+        gemm_cls._run = orig
+    assert len(calls) == 2, "the function's Gemm did not run on gemmkit"
+    np.testing.assert_array_equal(y, -2.0 * (a @ b.T))
+    np.testing.assert_array_equal(y1, a @ b.T)

@@ -1,8 +1,13 @@
-"""Run single ONNX nodes (MatMulInteger, QLinearMatMul, Gemm) with gemmkit.
+"""Run ONNX nodes and whole models with gemmkit: MatMulInteger, QLinearMatMul and Gemm,
+and the ``com.microsoft`` contrib ops QGemm, MatMulIntegerToFloat and
+DynamicQuantizeMatMul that onnxruntime's quantizer emits around them.
 
-``onnx`` is not a runtime dependency of gemmkit: this module only reads the NodeProto it
-is given (op_type, domain, input names, attributes) and never imports onnx itself, so it
-works with any object shaped like ``onnx.NodeProto``.
+``onnx`` is not a runtime dependency of gemmkit: :func:`run_node` only reads the NodeProto
+it is given (op_type, domain, input names, attributes) and never imports onnx itself, so it
+works with any object shaped like ``onnx.NodeProto``; :func:`reference_ops` imports onnx
+when it is called.
+
+One node:
 
     >>> from gemmkit.onnx_ops import run_node
     >>> (y,) = run_node(node, [a, b])            # node.op_type == "MatMulInteger"
@@ -10,6 +15,18 @@ works with any object shaped like ``onnx.NodeProto``.
 Inputs: either one array per entry of ``node.input`` (``None`` where the name is empty,
 i.e. an omitted optional input), or one array per *non-empty* name (the convention of
 onnx's own backend test cases).
+
+A whole model, with onnx's reference evaluator running every node of these six op types
+on gemmkit (and the other nodes itself):
+
+    >>> import onnx.reference, gemmkit.onnx_ops
+    >>> sess = onnx.reference.ReferenceEvaluator(
+    ...     model, new_ops=gemmkit.onnx_ops.reference_ops())
+    >>> (y,) = sess.run(None, {"x": x})
+
+Every opset form is handled as :func:`run_node` handles it (Gemm's attributes, its
+optional C and opset-1/6 ``broadcast``; QLinearMatMul's float8 and float16/bfloat16 scales
+from opset 21).  The contrib ops' exact semantics are in :mod:`gemmkit.contrib`.
 """
 from __future__ import annotations
 
@@ -22,9 +39,11 @@ if TYPE_CHECKING:
 
     from ._typing import NodeLike
 
-__all__ = ["run_node", "SUPPORTED_OPS"]
+__all__ = ["run_node", "reference_ops", "SUPPORTED_OPS", "CONTRIB_OPS", "CONTRIB_DOMAIN"]
 
 SUPPORTED_OPS = ("MatMulInteger", "QLinearMatMul", "Gemm")
+CONTRIB_DOMAIN = "com.microsoft"
+CONTRIB_OPS = ("QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul")
 
 # onnx.AttributeProto.AttributeType values (stable across onnx versions).
 _ATTR_FLOAT, _ATTR_INT = 1, 2
@@ -141,11 +160,70 @@ def _run_gemm(node, vals, attrs, opset):
                  broadcast=broadcast)]
 
 
+def _run_qgemm(node, vals, attrs, opset):
+    from .contrib import qgemm
+
+    _check_unknown_attrs(node, attrs, ("alpha", "transA", "transB"))
+    names = ("A", "a_scale", "a_zero_point", "B", "b_scale")
+    missing = [n for i, n in enumerate(names) if _get(vals, i) is None]
+    if missing:
+        raise ValueError(f"QGemm: inputs {', '.join(missing)} are required")
+    if len(vals) > 9:
+        raise ValueError(f"QGemm: at most 9 inputs, got {len(vals)}")
+    args = list(vals) + [None] * (9 - len(vals))
+    return [qgemm(*args, alpha=attrs.get("alpha", 1.0), transA=attrs.get("transA", 0),
+                  transB=attrs.get("transB", 0))]
+
+
+def _run_matmul_integer_to_float(node, vals, attrs, opset):
+    from .contrib import matmul_integer_to_float
+
+    _check_unknown_attrs(node, attrs, ())
+    names = ("A", "B", "a_scale", "b_scale")
+    missing = [n for i, n in enumerate(names) if _get(vals, i) is None]
+    if missing:
+        raise ValueError(f"MatMulIntegerToFloat: inputs {', '.join(missing)} are required")
+    if len(vals) > 7:
+        raise ValueError(f"MatMulIntegerToFloat: at most 7 inputs, got {len(vals)}")
+    return [matmul_integer_to_float(*vals)]
+
+
+def _run_dynamic_quantize_matmul(node, vals, attrs, opset):
+    from .contrib import dynamic_quantize_matmul
+
+    _check_unknown_attrs(node, attrs, ())
+    names = ("A", "B", "b_scale")
+    missing = [n for i, n in enumerate(names) if _get(vals, i) is None]
+    if missing:
+        raise ValueError(f"DynamicQuantizeMatMul: inputs {', '.join(missing)} are required")
+    if len(vals) > 5:
+        raise ValueError(f"DynamicQuantizeMatMul: at most 5 inputs, got {len(vals)}")
+    return [dynamic_quantize_matmul(*vals)]
+
+
 _RUNNERS = {
-    "MatMulInteger": _run_matmul_integer,
-    "QLinearMatMul": _run_qlinear_matmul,
-    "Gemm": _run_gemm,
+    ("", "MatMulInteger"): _run_matmul_integer,
+    ("", "QLinearMatMul"): _run_qlinear_matmul,
+    ("", "Gemm"): _run_gemm,
+    (CONTRIB_DOMAIN, "QGemm"): _run_qgemm,
+    (CONTRIB_DOMAIN, "MatMulIntegerToFloat"): _run_matmul_integer_to_float,
+    (CONTRIB_DOMAIN, "DynamicQuantizeMatMul"): _run_dynamic_quantize_matmul,
 }
+
+
+def _runner(node):
+    domain = getattr(node, "domain", "") or ""
+    if domain == "ai.onnx":
+        domain = ""
+    runner = _RUNNERS.get((domain, node.op_type))
+    if runner is None:
+        if domain not in ("", CONTRIB_DOMAIN):
+            raise NotImplementedError(f"gemmkit does not implement domain {domain!r} ops")
+        ops = SUPPORTED_OPS if domain == "" else CONTRIB_OPS
+        raise NotImplementedError(
+            f"gemmkit implements {', '.join(ops)} in domain {domain or 'ai.onnx'!r}; "
+            f"not {node.op_type!r}")
+    return runner
 
 
 def run_node(node: NodeLike, inputs: Sequence[ArrayLike | None],
@@ -153,18 +231,81 @@ def run_node(node: NodeLike, inputs: Sequence[ArrayLike | None],
     """Evaluates one ONNX node with gemmkit.
 
     node: an ``onnx.NodeProto`` of op_type MatMulInteger, QLinearMatMul or Gemm in the
-    default domain.  inputs: arrays in node-input order (see the module docstring).
-    opset: the model's default-domain opset version, if known; it selects version-specific
-    behaviour (Gemm's ``broadcast`` default in opsets 1/6, QLinearMatMul's float8 types
-    only from opset 21).  Returns the list of outputs (one array).
-    Raises NotImplementedError for any other op type or domain.
+    default domain, or QGemm, MatMulIntegerToFloat or DynamicQuantizeMatMul in domain
+    ``com.microsoft`` (see :mod:`gemmkit.contrib`).  inputs: arrays in node-input order
+    (see the module docstring).  opset: the model's default-domain opset version, if
+    known; it selects version-specific behaviour (Gemm's ``broadcast`` default in opsets
+    1/6, QLinearMatMul's float8 types only from opset 21).  Returns the list of outputs
+    (one array).  Raises NotImplementedError for any other op type or domain.
     """
-    domain = getattr(node, "domain", "") or ""
-    if domain not in ("", "ai.onnx"):
-        raise NotImplementedError(f"gemmkit does not implement domain {domain!r} ops")
-    runner = _RUNNERS.get(node.op_type)
-    if runner is None:
-        raise NotImplementedError(
-            f"gemmkit implements {', '.join(SUPPORTED_OPS)}; not {node.op_type!r}")
+    runner = _runner(node)
     vals = _align_inputs(node, inputs)
     return runner(node, vals, _attributes(node), opset)
+
+
+def _default_opset(opsets) -> int | None:
+    if not opsets:
+        return None
+    v = opsets.get("", opsets.get("ai.onnx"))
+    return None if v is None else int(v)
+
+
+def _evaluator_attrs(node, kwargs) -> dict[str, Any]:
+    """The attributes the node sets, with the values the evaluator resolved (an attribute
+    linked to a function's attribute arrives in kwargs).  Attributes the node leaves out
+    keep their opset's default (run_node's rules), not the evaluator's latest-schema
+    default."""
+    out = {}
+    for attr in node.attribute:
+        v = kwargs.get(attr.name, None)
+        if v is None:
+            continue
+        if attr.type == _ATTR_FLOAT:
+            out[attr.name] = float(v)
+        elif attr.type == _ATTR_INT:
+            out[attr.name] = int(v)
+        else:
+            raise NotImplementedError(
+                f"{node.op_type}: attribute {attr.name!r} of type {attr.type} is not supported")
+    return out
+
+
+def _reference_run(self, *inputs, **kwargs):
+    node = self.onnx_node
+    runner = _runner(node)
+    vals = _align_inputs(node, inputs)
+    attrs = _evaluator_attrs(node, kwargs)
+    opset = _default_opset(self.run_params.get("opsets"))
+    return tuple(runner(node, vals, attrs, opset))
+
+
+_REFERENCE_OPS: list | None = None
+
+
+def reference_ops() -> list:
+    """The ``onnx.reference.op_run.OpRun`` classes that make onnx's reference evaluator run
+    MatMulInteger, QLinearMatMul, Gemm (default domain) and QGemm, MatMulIntegerToFloat,
+    DynamicQuantizeMatMul (``com.microsoft``) on gemmkit::
+
+        ReferenceEvaluator(model, new_ops=gemmkit.onnx_ops.reference_ops())
+
+    Each class runs its node as :func:`run_node` does, with the model's default-domain
+    opset.  A model using the contrib ops must import the ``com.microsoft`` opset (models
+    from onnxruntime's quantizer do).  Imports onnx (ImportError if it is missing).
+    """
+    global _REFERENCE_OPS
+    if _REFERENCE_OPS is None:
+        from onnx.reference.op_run import OpRun
+
+        classes = []
+        for domain, op_type in _RUNNERS:
+            classes.append(type(op_type, (OpRun,), {
+                "op_domain": domain,
+                "_run": _reference_run,
+                "__module__": __name__,
+                "__qualname__": f"reference_ops.<{domain or 'ai.onnx'}>.{op_type}",
+                "__doc__": f"{op_type} ({domain or 'ai.onnx'}) run on gemmkit "
+                           f"(gemmkit.onnx_ops.run_node).",
+            }))
+        _REFERENCE_OPS = classes
+    return list(_REFERENCE_OPS)
