@@ -126,6 +126,14 @@ def test_matmul_integer_to_float_rounds_large_accumulators_and_wraps(isa):
     assert_bits(got, want)
     acc = o.matmul_integer(a, b)
     assert np.any(got.astype(np.int64) != acc), "some |acc| > 2**24 should round"
+    # with scales != 1: f32(f32(acc) * s) is not f32(acc * s) everywhere
+    for _ in range(3):
+        sa, sb = (np.asarray(rng.uniform(1e-3, 1), F32) for _ in range(2))
+        sbv = rng.uniform(1e-3, 1, 4).astype(F32)
+        bias = rng.standard_normal(4).astype(F32)
+        for bs in (sb, sbv):
+            assert_bits(c.matmul_integer_to_float(a, b, sa, bs, None, None, bias),
+                        co.matmul_integer_to_float(a, b, sa, bs, None, None, bias))
     k = 33100
     a, bu = np.full((1, k), 255, U8), np.full((k, 2), 255, U8)
     got = c.matmul_integer_to_float(a, bu, F32(1), F32(1))
@@ -163,6 +171,8 @@ def _dql_inputs():
         "normal": rng.standard_normal((7, 13)).astype(F32),
         "ties": ties,
         "ties_shifted": (ties * F32(0.25)),            # scale 0.25 exactly: ties again
+        # range [-126.5, 128.5]: scale 1, zero point 126.5 -> 126 (half to even, not up)
+        "ties_odd_zero_point": np.arange(-126.5, 128.75, 0.5, dtype=F32),
         "positive": rng.uniform(0.5, 3, (4, 5)).astype(F32),
         "negative": -rng.uniform(0.5, 3, (4, 5)).astype(F32),
         "zeros": np.zeros((3, 4), F32),
@@ -184,6 +194,8 @@ def test_dynamic_quantize_linear_exact(name):
     assert_bits(s, ws)
     assert_bits(z, wz)
     assert s.shape == () and z.shape == ()
+    if name == "ties_odd_zero_point":
+        assert s == 1 and z == 126
     if name == "ties":
         assert s == 1 and z == 128           # 127.5 rounds to the even 128
         assert q[0] == 0 and q[1] == 1       # -127.5 + 128 -> 0.5 -> 0 (even) ...
@@ -328,12 +340,73 @@ def test_qgemm_packed_b_and_extremes(isa):
         pb = gk.pack_b(b, "matmul_integer", b_zero_point=S8(0))
         assert_bits(c.qgemm(a, F32(0.01), U8(0), pb, F32(0.02), None, cc, ys, yzp,
                             alpha=0.25), want)
+    # random |acc| > 2**24 (float32 rounds acc itself) with random scales and alpha
+    a = rng.integers(200, 256, (6, 700)).astype(U8)
+    b = rng.integers(-128, -100, (700, 5)).astype(S8)
+    for trial in range(4):
+        sa = np.asarray(rng.uniform(1e-3, 1), F32)
+        sb = rng.uniform(1e-3, 1, [(), (5,)][trial % 2]).astype(F32)
+        alpha = float(rng.uniform(0.1, 3))
+        cc = rng.integers(-2**30, 2**30, (5,)).astype(I32)
+        ys, yzp = (None, None) if trial < 2 else (np.asarray(float(sa) * 2e5, F32), S8(1))
+        want = co.qgemm(a, sa, U8(7), b, sb, None, cc, ys, yzp, alpha)
+        assert_bits(c.qgemm(a, sa, U8(7), b, sb, None, cc, ys, yzp, alpha=alpha), want)
+        if ys is None:
+            assert np.any(np.abs(o.matmul_integer(a, b, U8(7)).astype(np.int64) + cc)
+                          > 2**24)
     # K = 0: acc = 0 (+ C)
     for ys, yzp in ((None, None), (F32(0.5), U8(3))):
         a0, b0 = np.zeros((4, 0), U8), np.zeros((0, 3), U8)
         cc = rng.integers(-5, 5, (4, 1)).astype(I32)
         assert_bits(c.qgemm(a0, F32(1), U8(0), b0, F32(1), U8(0), cc, ys, yzp),
                     co.qgemm(a0, F32(1), U8(0), b0, F32(1), U8(0), cc, ys, yzp))
+
+
+_F = np.float32
+# orders an implementation might use instead of the defined f32(f32(f32(al*sa)*sb)/sy)
+_OTHER_ORDERS = {
+    "al*(sa*sb)": lambda al, sa, sb, sy: _F(_F(al * _F(sa * sb)) / sy),
+    "sa*(sb*al)": lambda al, sa, sb, sy: _F(_F(sa * _F(sb * al)) / sy),
+    "(al*sa)*(sb/sy)": lambda al, sa, sb, sy: _F(_F(al * sa) * _F(sb / sy)),
+    "al*((sa*sb)/sy)": lambda al, sa, sb, sy: _F(al * _F(_F(sa * sb) / sy)),
+    "float64": lambda al, sa, sb, sy: _F(float(al) * float(sa) * float(sb) / float(sy)),
+}
+
+
+@pytest.mark.parametrize("order", list(_OTHER_ORDERS))
+def test_qgemm_multiplier_is_formed_in_the_defined_order(isa, order):
+    """m = f32(f32(f32(alpha) * a_scale) * b_scale) / y_scale.  For scales where ``order``
+    gives another float32, an accumulator whose rounding tells the two apart is driven
+    through both routes (C given: the integer route; no C: the QLinearMatMul route)."""
+    c = _c()
+    rng = np.random.default_rng(14)
+    a_vals, b_vals = np.meshgrid(np.arange(1, 256), np.arange(1, 128), indexing="ij")
+    accs = (a_vals * b_vals).reshape(-1).astype(np.float64)
+    for _ in range(2000):
+        al = _F(rng.choice([0.7, 1.3, 3.1]))
+        sa, sb = (_F(rng.uniform(0.01, 1)) for _ in range(2))
+        # y_scale such that every acc (<= 255 * 127) lands in the uint8 range
+        sy = _F(float(al) * float(sa) * float(sb) / rng.uniform(0.002, 0.0075))
+        m = _F(_F(_F(al * sa) * sb) / sy)
+        w = _OTHER_ORDERS[order](al, sa, sb, sy)
+        if w == m:
+            continue
+        x = accs * float(m)
+        hit = np.flatnonzero(np.rint(x) != np.rint(accs * float(w)))
+        if hit.size:
+            break
+    else:
+        pytest.fail(f"no distinguishing case found for {order}")
+    k = int(hit[0])
+    a = np.full((1, 1), a_vals.reshape(-1)[k], U8)
+    b = np.full((1, 1), b_vals.reshape(-1)[k], S8)
+    want = co.qgemm(a, sa, U8(0), b, sb, S8(0), None, sy, U8(0), float(al))
+    assert int(want[0, 0]) == int(np.rint(accs[k] * float(m)))
+    assert_bits(c.qgemm(a, sa, U8(0), b, sb, S8(0), None, sy, U8(0), alpha=float(al)),
+                want)                                               # QLinearMatMul route
+    acc = np.full((1, 1), int(accs[k]), I32)                        # integer route
+    assert_bits(c.qgemm(np.zeros((1, 3), U8), sa, U8(0), np.ones((3, 1), S8), sb, S8(0),
+                        acc, sy, U8(0), alpha=float(al)), want)
 
 
 # ----------------------------------------------------------------------------------------
