@@ -152,3 +152,10 @@ def summary_lines():
             break
         lines.append(f"  {w}: {d}")
     return lines
+
+
+def report(what, detail):
+    """Records one check done elsewhere: ``detail`` None where onnxruntime agreed with the
+    exact definition (up to the tolerance the caller documents), else how it is off
+    (reported as above, not a failure)."""
+    _report(what, detail)
