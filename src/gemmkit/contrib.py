@@ -71,11 +71,14 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Tuple
 
 import numpy as np
 
 from . import PackedB, matmul_integer, qlinear_matmul
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["qgemm", "matmul_integer_to_float", "dynamic_quantize_matmul",
            "dynamic_quantize_linear"]
@@ -265,8 +268,10 @@ def _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr):
     return y
 
 
-def matmul_integer_to_float(A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
-                            bias=None):
+def matmul_integer_to_float(A: NDArray[Any], B: NDArray[Any] | PackedB, a_scale: ArrayLike,
+                            b_scale: ArrayLike, a_zero_point: ArrayLike | None = None,
+                            b_zero_point: ArrayLike | None = None,
+                            bias: ArrayLike | None = None) -> NDArray[Any]:
     """com.microsoft MatMulIntegerToFloat: ``f32(f32(acc) * f32(a_scale * b_scale)) +
     bias`` with ``acc`` = MatMulInteger(A, B, a_zero_point, b_zero_point) (int32, exact).
 
@@ -285,7 +290,8 @@ def matmul_integer_to_float(A, B, a_scale, b_scale, a_zero_point=None, b_zero_po
     return _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr)
 
 
-def dynamic_quantize_linear(x):
+def dynamic_quantize_linear(
+        x: NDArray[Any]) -> Tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.uint8]]:
     """ONNX DynamicQuantizeLinear: float32 ``x`` -> ``(y uint8, y_scale float32,
     y_zero_point uint8)`` (the latter two 0-d arrays).
 
@@ -328,7 +334,9 @@ def _dynamic_quantize_linear(x, op: str, name: str):
     return q, np.asarray(scale, dtype=_F32), np.asarray(zp, dtype=np.uint8)
 
 
-def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
+def dynamic_quantize_matmul(A: NDArray[Any], B: NDArray[Any] | PackedB, b_scale: ArrayLike,
+                            b_zero_point: ArrayLike | None = None,
+                            bias: ArrayLike | None = None) -> NDArray[np.float32]:
     """com.microsoft DynamicQuantizeMatMul: A (float32) quantized by DynamicQuantizeLinear
     (uint8, per tensor), then MatMulIntegerToFloat with B (uint8/int8, or a
     ``pack_b(B, "matmul_integer")``), b_scale (float32; size 1 or ``[N]`` per column),
@@ -363,8 +371,11 @@ def _requantize(acc: np.ndarray, m: np.ndarray, y_zp: np.ndarray) -> np.ndarray:
     return np.clip(x, info.min, info.max).astype(y_zp.dtype)
 
 
-def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point=None, C=None, y_scale=None,
-          y_zero_point=None, alpha=1.0, transA=0, transB=0):
+def qgemm(A: NDArray[Any], a_scale: ArrayLike, a_zero_point: ArrayLike,
+          B: NDArray[Any] | PackedB, b_scale: ArrayLike, b_zero_point: ArrayLike | None = None,
+          C: ArrayLike | None = None, y_scale: ArrayLike | None = None,
+          y_zero_point: ArrayLike | None = None, alpha: float = 1.0, transA: int = 0,
+          transB: int = 0) -> NDArray[Any]:
     """com.microsoft QGemm: quantized Gemm, float32 output or requantized.
 
     A: uint8/int8 (M, K), or (K, M) with transA=1.  B: uint8/int8 (K, N), or (N, K) with
@@ -400,7 +411,7 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point=None, C=None, y_sca
         raise ValueError(f"{op}: inner dimensions differ: A has shape {list(A.shape)} "
                          f"(transA={ta}, K={k_}), B has shape {list(b_full)} "
                          f"(transB={tb}, K={kb})")
-    b_dt = B.b.dtype if packed else B.dtype
+    b_dt = B.b.dtype if isinstance(B, PackedB) else B.dtype
 
     sa = _float_tensor(a_scale, "a_scale", op)
     if sa.size != 1:
@@ -470,7 +481,7 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point=None, C=None, y_sca
                          f" overflows float32")
 
     a = A.T if ta else A
-    b = B if packed else (B.T if tb else B)
+    b = B if isinstance(B, PackedB) else (B.T if tb else B)
     if quantized and c_arr is None and not packed:
         # QLinearMatMul with a_scale' = f32(alpha * a_scale): its multiplier
         # f32(f32(a_scale' * b_scale) / y_scale) is the one defined above.

@@ -279,10 +279,10 @@ def _reference_run(self, *inputs, **kwargs):
     return tuple(runner(node, vals, attrs, opset))
 
 
-_REFERENCE_OPS: list | None = None
+_REFERENCE_OPS: list[type[Any]] | None = None
 
 
-def reference_ops() -> list:
+def reference_ops() -> list[type[Any]]:
     """The ``onnx.reference.op_run.OpRun`` classes that make onnx's reference evaluator run
     MatMulInteger, QLinearMatMul, Gemm (default domain) and QGemm, MatMulIntegerToFloat,
     DynamicQuantizeMatMul (``com.microsoft``) on gemmkit::
