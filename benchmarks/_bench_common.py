@@ -3,6 +3,7 @@ this folder is on sys.path)."""
 from __future__ import annotations
 
 import os
+import sys
 
 
 def cpu_name() -> str:
@@ -14,6 +15,17 @@ def cpu_name() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    import subprocess
+    # ARM Linux has no "model name" in /proc/cpuinfo (lscpu names the core); macOS: sysctl
+    for cmd, key in ((["lscpu"], "Model name:"),
+                     (["sysctl", "-n", "machdep.cpu.brand_string"], "")):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in out.splitlines():
+            if line.startswith(key) and line[len(key):].strip():
+                return line[len(key):].strip()
     import platform
     return platform.processor() or platform.machine()
 
@@ -90,3 +102,77 @@ def peak_gops(loop, iters: int = 100000, tries: int = 5) -> float:
         macs = loop(iters)
         best = max(best, 2.0 * macs / (time.perf_counter() - t0) / 1e9)
     return best
+
+
+# ---------------------------------------------------------------------- --json output
+#
+# Each script keeps what it prints as rows (dicts) and, given --json PATH, writes them with
+# the machine they were measured on; benchmarks/report.py draws them.  Units: times in
+# seconds (keys ending _s), rates in G operations/s counting a multiply-add as two
+# (_gops; GFLOP/s for float types), bandwidths in GB/s = 1e9 bytes/s (_gbs), percentages
+# 0..100 (pct_), None where the table prints "-" or "n/a".
+
+JSON_SCHEMA = 1
+_ROWS: list = []
+_META: dict = {}
+
+
+def add_json_option(ap) -> None:
+    ap.add_argument("--json", metavar="PATH", default=None,
+                    help="also write every row printed, with the CPU and the measured "
+                         "peaks / bandwidth, as JSON to PATH (benchmarks/report.py plots it); "
+                         "the text output is unchanged")
+
+
+def record(section: str, **fields) -> None:
+    """Keeps one printed row for --json."""
+    _ROWS.append({"section": section, **fields})
+
+
+def record_meta(**fields) -> None:
+    """Keeps run-wide values (peaks, bandwidths, thread count, versions) for --json."""
+    _META.update(fields)
+
+
+def machine_info() -> dict:
+    """The CPU and software the run was measured on."""
+    import datetime
+    import platform
+
+    import numpy as np
+
+    import gemmkit as gk
+    info = gk.cpu_info()
+    out = {"cpu_model": cpu_name(), "cpu_class": cpu_class(info["features"]),
+           "machine": platform.machine(), "platform": platform.platform(),
+           "features": list(info["features"]), "isa": info["isa"],
+           "available": list(info["available"]), "engines": info["engines"],
+           "caches": info.get("caches"), "llc_bytes": llc_bytes(),
+           "usable_cpus": info.get("usable_cpus"), "cpu_count": os.cpu_count(),
+           "python": platform.python_version(), "gemmkit": gk.__version__,
+           "numpy": np.__version__,
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    ort = sys.modules.get("onnxruntime")
+    out["onnxruntime"] = getattr(ort, "__version__", None)
+    return out
+
+
+def write_json(path, bench: str) -> None:
+    """Writes the rows and run-wide values kept so far, if path is given."""
+    if not path:
+        return
+    import json
+    doc = {"schema": JSON_SCHEMA, "bench": bench, "argv": sys.argv[1:],
+           "machine": machine_info(), "meta": _META, "rows": _ROWS}
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=_json_default)
+        f.write("\n")
+
+
+def _json_default(x):
+    """NumPy scalars (and anything else with .item()) as Python numbers."""
+    if hasattr(x, "item"):
+        return x.item()
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")

@@ -37,7 +37,8 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gemmkit as gk  # noqa: E402
-from _bench_common import build_c_lib, cpu_name, peak_gops  # noqa: E402
+from _bench_common import (add_json_option, build_c_lib, cpu_name, peak_gops,  # noqa: E402
+                           record, record_meta, write_json)
 
 
 def timed(fns, budget):
@@ -189,6 +190,13 @@ def float_paths(cases, budget):
                 if with_ort:
                     line += f" {ts[3] * 1e6:8.1f}us {ts[3] / ts[2]:5.2f}x"
                 print(line, flush=True)
+                record("float", dtype=np.dtype(dt).name, M=M, K=K, N=N, path=fam,
+                       gemmkit_s=ts[0], gemmkit_gops=gf, peak_gops=pk,
+                       pct_peak=100 * gf / pk if pk else None, numpy_s=ts[1],
+                       numpy_ratio=ts[1] / ts[0],
+                       gemmkit_abc_s=ts[2] if with_ort else None,
+                       ort_abc_s=ts[3] if with_ort else None,
+                       ort_abc_ratio=ts[3] / ts[2] if with_ort else None)
     print("(ratio: the other's time / gemmkit's; ort a,b,C: onnxruntime Gemm alpha=0.5, "
           "beta=2, C a row, against gemmkit with the same arguments)\n")
 
@@ -221,6 +229,9 @@ def float8_rows(sizes, budget):
             name = f"{np.dtype(fmt).name} {n}^3"
             print(f"{name:30s} {ts[0] * 1e6:8.1f}us {2 * n**3 / ts[0] / 1e9:8.2f} "
                   f"{ts[1] * 1e6:9.1f}us {ts[1] / ts[0]:5.2f}x {100 * same:5.1f}%", flush=True)
+            record("float8", dtype=np.dtype(fmt).name, M=n, K=n, N=n, gemmkit_s=ts[0],
+                   gemmkit_gops=2 * n**3 / ts[0] / 1e9, numpy_route_s=ts[1],
+                   numpy_route_ratio=ts[1] / ts[0], pct_equal=100 * float(same))
     print("(equal: outputs identical to the NumPy route's; gemmkit's follow the opset-21 "
           "definition exactly)\n")
 
@@ -280,6 +291,10 @@ def int_paths(sizes, budget):
                 print(f"{np.dtype(dt).name + f' {n}^3':22s} {fam:7s} {t * 1e3:8.2f}ms {gm:7.2f} "
                       f"{(f'{100 * gm / pk:5.1f}%') if pk else '    -':>6s} "
                       f"{t_np * 1e3:8.1f}ms {t_np / t:6.1f}x", flush=True)
+                record("int", dtype=np.dtype(dt).name, M=n, K=n, N=n, path=fam, gemmkit_s=t,
+                       gemmkit_gmacs=gm, gemmkit_gops=2 * gm, peak_gmacs=pk,
+                       pct_peak=100 * gm / pk if pk else None, numpy_s=t_np,
+                       numpy_ratio=t_np / t)
     print("(ratio: NumPy's A @ B time / gemmkit's gemm(A, B); %peak: of the path's "
           "multiply peak, bench_peak_x86.c)\n")
 
@@ -316,6 +331,10 @@ def bf16_rows(sizes, budget):
               f"{(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s} "
               f"{ts[1] * 1e6:8.1f}us {ts[1] / ts[0]:5.2f}x {ts[2] * 1e6:8.1f}us "
               f"{ts[2] / ts[0]:5.2f}x", flush=True)
+        record("bf16", dtype="bfloat16", M=n, K=n, N=n, path=fam, gemmkit_s=ts[0],
+               gemmkit_gops=gf, peak_gops=pk, pct_peak=100 * gf / pk if pk else None,
+               numpy_f32_s=ts[1], numpy_f32_ratio=ts[1] / ts[0], gemmkit_f32_s=ts[2],
+               gemmkit_f32_ratio=ts[2] / ts[0])
     print("(ratio: the other's time / gemmkit bfloat16's; NumPy f32 and gk f32: float32 "
           "matmul of the same values)\n")
 
@@ -371,6 +390,12 @@ def half_paths(sizes, budget):
                     else:
                         line += f" {'-':>10s} {'-':>6s} "
                 print(line, flush=True)
+                others = {name.replace(" ", "_").lower() + "_s": ts[cols[name]] if name in cols
+                          else None for name in ("ort f16", "ort cast", "NumPy")}
+                record("half", dtype=np.dtype(dt).name, M=n, K=n, N=n, path=fam,
+                       gemmkit_s=ts[0], gemmkit_gops=gf, peak_gops=pk,
+                       pct_peak=100 * gf / pk if pk else None, **others,
+                       numpy_is_float32=dt is not np.float16)
     print("(Y = A @ B + C row everywhere; ratio: the other's time / gemmkit's; ort cast: "
           "Cast -> float32 Gemm -> Cast; * NumPy float32 of the same values)\n")
 
@@ -409,6 +434,7 @@ def main(argv=None):
                     help="the n of the float16/bfloat16 n^3 cases (default 256,1024)")
     ap.add_argument("--half-only", action="store_true",
                     help="only the float16/bfloat16 path section")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     sizes = [64, 256] if args.quick else [64, 256, 512]
@@ -419,6 +445,7 @@ def main(argv=None):
     print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit ISA level "
           f"{info['isa']}, Gemm families: {','.join(fams)}")
     print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; one thread; medians")
+    record_meta(threads=1, gemm_families=fams, budget=args.budget)
     fspec = args.float_sizes or (args.sizes if args.sizes else
                                  ("64,256,1x4096" if args.quick else
                                   "64,256,1024,2048,1x4096,16x4096"))
@@ -428,15 +455,18 @@ def main(argv=None):
         bsizes = ([256, 1024] if args.quick else [256, 1024, 2048]) if not args.sizes else sizes
         bf16_rows(bsizes, args.budget)
     if args.float_only:
+        write_json(args.json, "bench_gemm")
         return 0
     if not args.int_only:
         hspec = args.half_sizes or args.sizes or ("256" if args.quick else "256,1024")
         half_paths([int(v) for v in hspec.split(",")], args.budget)
     if args.half_only:
+        write_json(args.json, "bench_gemm")
         return 0
     ispec = args.int_sizes or args.sizes or ("256" if args.quick else "512,1024")
     int_paths([int(v) for v in ispec.split(",")], args.budget)
     if args.int_only:
+        write_json(args.json, "bench_gemm")
         return 0
     float8_rows(sizes if args.sizes else ([256] if args.quick else [256, 1024]), args.budget)
     hdr = (f"{'case':26s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'NumPy':>10s} {'ratio':>7s} "
@@ -477,6 +507,11 @@ def main(argv=None):
             if sess is not None:
                 line += f" {ts[2] * 1e6:8.1f}us {ts[2] / ts[0]:6.2f}x"
             print(line, flush=True)
+            record("dtypes", dtype=np.dtype(dt).name, M=n, K=n, N=n, gemmkit_s=ts[0],
+                   gemmkit_gops=2 * n**3 / ts[0] / 1e9, numpy_s=ts[1],
+                   numpy_ratio=ts[1] / ts[0], numpy_is_float32=bool(star),
+                   ort_s=ts[2] if sess is not None else None,
+                   ort_ratio=ts[2] / ts[0] if sess is not None else None)
 
     print("\nper-call cost of tiny calls (1x1x1: argument handling + allocation + dispatch)")
     a8 = np.ones((1, 1), np.uint8)
@@ -490,6 +525,8 @@ def main(argv=None):
     for name, f in cases:
         (t,) = timed([f], args.budget)
         print(f"  {name:22s} {t * 1e6:6.2f} us")
+        record("tiny", case=name, call_s=t)
+    write_json(args.json, "bench_gemm")
     return 0
 
 

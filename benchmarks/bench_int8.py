@@ -41,7 +41,8 @@ import time
 import numpy as np
 
 import gemmkit as gk
-from _bench_common import build_c_lib, cpu_class, cpu_name, llc_bytes, peak_gops
+from _bench_common import (add_json_option, build_c_lib, cpu_class, cpu_name, llc_bytes,
+                           peak_gops, record, record_meta, write_json)
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -293,9 +294,22 @@ HEADER = (f"{'op':14s} {'signs':5s} {'M':>5s} {'K':>5s} {'N':>5s} {'path':11s} "
           f"{'GOP/s':>7s} {'ratio':>7s} {'ort err':>8s}")
 
 
-def print_row(head, ops_n, tg, pk, bw, to=None, err="n/a", note=""):
+def print_row(head, ops_n, tg, pk, bw, to=None, err="n/a", note="", rec=None):
     """One table row.  pk: the path's peak GOP/s or None; bw: (GB/s, "h" or "c", bytes of B)
-    for a small-M row, else None; to: onnxruntime's time or None."""
+    for a small-M row, else None; to: onnxruntime's time or None; rec: the row's identifying
+    fields for --json (its "section" defaults to "int8")."""
+    if rec is not None:
+        rec = dict(rec)
+        gops = ops_n / tg / 1e9
+        record(rec.pop("section", "int8"), **rec, ops=ops_n, gemmkit_s=tg, gemmkit_gops=gops,
+               peak_gops=pk, pct_peak=100 * gops / pk if pk else None,
+               bw_gbs=bw[0] if bw else None, bw_kind=bw[1] if bw else None,
+               b_bytes=bw[2] if bw else None,
+               pct_bw=100 * bw[2] / tg / 1e9 / bw[0] if bw and bw[0] else None,
+               ort_s=to, ort_gops=ops_n / to / 1e9 if to else None,
+               ratio=to / tg if to else None,
+               ort_err=int(err) if err.isdigit() else None if err == "n/a" else err,
+               note=note.strip(" ()") or None)
     pct = f"{100 * ops_n / tg / 1e9 / pk:5.1f}%" if pk else "   n/a"
     if bw is None:
         bwc = "      -"
@@ -343,6 +357,7 @@ def main(argv=None):
                          "call, either library's, takes the next of several copies of B "
                          "spread over a buffer of 4x the last-level cache, and %%bw quotes "
                          "them against the cold (DRAM) read bandwidth")
+    add_json_option(ap)
     ap.add_argument("--no-amx", action="store_true",
                     help="Linux: refuse AMX to every library in the process (gemmkit and "
                          "onnxruntime), for a VNNI-vs-VNNI comparison as on CPUs without "
@@ -376,15 +391,21 @@ def main(argv=None):
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
           f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
           f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
+    header_peaks = {}
     for path in paths:
-        pk = peaks(path)
+        pk = header_peaks[path] = peaks(path)
         print(f"  peak of {path}: " + (f"{pk:.1f} GOP/s" if pk else "n/a"))
+    record_meta(threads=1, paths=paths, peaks_gops=header_peaks, budget=args.budget,
+                amx_refused="GK_BENCH_NO_AMX" in os.environ, batched=args.batched,
+                cold=args.cold, small_m=SMALL_M)
     ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])
     bw = ReadBandwidth(feats)
     if args.batched:
         print(HEADER)
         print("-" * len(HEADER))
-        return run_batched(ops, paths, peaks, rng, args.budget)
+        rc = run_batched(ops, paths, peaks, rng, args.budget)
+        write_json(args.json, "bench_int8")
+        return rc
     # The bandwidths the small-M rows are quoted against, measured now in this process.
     small = sorted({K * N for (M, K, N) in shapes if M <= SMALL_M})
     hot = {n: bw.cached(n) for n in (small or [16 << 20])}
@@ -400,6 +421,9 @@ def main(argv=None):
               f"{fmt_bytes(bw.cold_bytes)} before each read): {cold_bw:.1f} GB/s")
     else:
         print("  B cold: not measured (--quick or --budget < 0.1; --cold measures it)")
+    record_meta(bandwidth={"kind": bw.kind, "llc_bytes": bw.llc, "cold_gbs": cold_bw,
+                           "cold_bytes": bw.cold_bytes,
+                           "cached_gbs": {str(n): v for n, v in hot.items()}})
     if small:
         if args.cold:
             print(f"%bw (rows with M <= {SMALL_M}): B's K*N bytes / gemmkit's time as % of the "
@@ -469,10 +493,12 @@ def main(argv=None):
                     if path == "scalar" and ops_n > 2 * 512**3:
                         continue
                     head = (f"{op:14s} {sg:5s} {M:5d} {K:5d} {N:5d} {path:11s} ")
+                    rec = dict(op=op, signs=sg, M=M, K=K, N=N, path=path)
                     if f_ort is None:
                         tg, _ = time_pair(f_gk, f_gk, args.budget)
                         print_row(head, ops_n, tg, peaks(path), bwr,
-                                  note=f"   onnxruntime: not implemented ({sess_err})")
+                                  note=f"   onnxruntime: not implemented ({sess_err})",
+                                  rec=rec)
                         continue
                     y_gk = f_gk()
                     y_ort = f_ort()[0]
@@ -488,7 +514,7 @@ def main(argv=None):
                         ort_inexact += ort_bad
                     gk_wrong += gk_bad
                     tg, to = time_pair(f_gk, f_ort, args.budget)
-                    print_row(head, ops_n, tg, peaks(path), bwr, to, err, note)
+                    print_row(head, ops_n, tg, peaks(path), bwr, to, err, note, rec=rec)
                 _core._set_isa("auto")
     if ort_inexact:
         print(f"\nonnxruntime's MatMulInteger was not exact on {ort_inexact} rows on this CPU "
@@ -500,6 +526,7 @@ def main(argv=None):
               f"outputs and by how much; off by 1 is the rounding of its requantization step "
               f"(the spec rounds the exact product of the int32 sum and the float32 "
               f"multiplier once)")
+    write_json(args.json, "bench_int8")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
         return 1
@@ -558,7 +585,10 @@ def run_batched(ops, paths, peaks, rng, budget):
                     if label == "batched":
                         note += f" (batched / 2-D: {tg / times['2-D', path]:.2f})"
                     print_row(f"{op:14s} {'u8s8':5s} {mcol:>5s} {K:5d} {N:5d} {path:11s} ",
-                              ops_n, tg, peaks(path), None, to, err, note)
+                              ops_n, tg, peaks(path), None, to, err, note,
+                              rec=dict(section="batched", op=op, signs="u8s8", batch=nb,
+                                       M=M if label == "batched" else nb * M, K=K, N=N,
+                                       path=path, layout=label))
                     _core._set_isa("auto")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")

@@ -27,7 +27,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemmkit  # noqa: E402
-from _bench_common import cpu_name  # noqa: E402
+from _bench_common import (add_json_option, cpu_name, record, record_meta,  # noqa: E402
+                           write_json)
 
 try:
     import ml_dtypes
@@ -201,11 +202,13 @@ def main(argv=None):
     ap.add_argument("--threads", default=",".join(str(i) for i in range(1, ncpu + 1)))
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per row and thread count")
     ap.add_argument("--quick", action="store_true", help="skip 2048^3 and the 4096 rows but M = 1")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     threads = [int(x) for x in args.threads.split(",")]
     rng = np.random.default_rng(0)
     info = gemmkit.cpu_info()
     print(f"CPU: {cpu_name()}; usable CPUs {info['usable_cpus']}; gemmkit isa {info['isa']}")
+    record_meta(threads=threads, budget=args.budget)
     shapes = [(64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
               (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]
     if args.quick:
@@ -220,6 +223,9 @@ def main(argv=None):
                 print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(tg):>10}{sp:>6.2f}x{eff:>6.2f}"
                       f"{fmt_t(tn):>10}{ratio(tn, tg):>7}{fmt_t(to):>10}{ratio(to, tg):>7}"
                       f"{fmt_t(tc):>10}{ratio(tc, tg):>7}", flush=True)
+                record("threads", kind=kind, M=m, K=k, N=n, threads=t, gemmkit_s=tg,
+                       gemmkit_gops=2.0 * m * k * n / tg / 1e9, speedup=sp, efficiency=eff,
+                       numpy_s=tn, ort_s=to, ortc_s=tc)
     print(f"\npack_b: B packed once against B packed per call, and against onnxruntime "
           f"with B a constant initializer (it pre-packs too)")
     print(f"{'case':<22}{'thr':>4}{'per call':>10}{'pack_b':>10}{'gain':>7}{'ortc':>10}{'ratio':>7}")
@@ -232,9 +238,12 @@ def main(argv=None):
                 t_raw, t_pk, t_c = run_pack_rows(kind, m, k, n, t, args.budget, rng)
                 print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(t_raw):>10}{fmt_t(t_pk):>10}"
                       f"{ratio(t_raw, t_pk):>7}{fmt_t(t_c):>10}{ratio(t_c, t_pk):>7}", flush=True)
+                record("pack_b", kind=kind, M=m, K=k, N=n, threads=t, per_call_s=t_raw,
+                       pack_b_s=t_pk, ortc_s=t_c)
     print("\nratio = the other's time / gemmkit's (> 1: gemmkit faster); ort: B as an input, "
           "ortc: B a constant initializer (pre-packed by onnxruntime); NumPy for bf16 is the "
           "float32 route (widen, matmul, round).")
+    write_json(args.json, "bench_threads")
 
 
 if __name__ == "__main__":
