@@ -493,7 +493,8 @@ def main(argv=None):
                     if path == "scalar" and ops_n > 2 * 512**3:
                         continue
                     head = (f"{op:14s} {sg:5s} {M:5d} {K:5d} {N:5d} {path:11s} ")
-                    rec = dict(op=op, signs=sg, M=M, K=K, N=N, path=path)
+                    rec = dict(op=op, signs=sg, M=M, K=K, N=N, path=path,
+                               family=_core._qgemm_family_info()["isa"])
                     if f_ort is None:
                         tg, _ = time_pair(f_gk, f_gk, args.budget)
                         print_row(head, ops_n, tg, peaks(path), bwr,
@@ -588,7 +589,8 @@ def run_batched(ops, paths, peaks, rng, budget):
                               ops_n, tg, peaks(path), None, to, err, note,
                               rec=dict(section="batched", op=op, signs="u8s8", batch=nb,
                                        M=M if label == "batched" else nb * M, K=K, N=N,
-                                       path=path, layout=label))
+                                       path=path, layout=label,
+                                       family=_core._qgemm_family_info()["isa"]))
                     _core._set_isa("auto")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
