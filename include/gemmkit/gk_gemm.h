@@ -182,6 +182,8 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
 /* Small calls: below this many multiply-adds (M*N*K), a family with ukernel_ldb reads B'
  * in place instead of packing it (packing would cost about as much as the product). */
 #define GK_GEMM_SMALL_FLOPS ((ptrdiff_t)128 * 128 * 128)
+/* ... unless A is thin and B' is larger than this (then B' streams: the thin path). */
+#define GK_GEMM_SMALL_B_BYTES ((ptrdiff_t)256 * 1024)
 /* Thin A: with at most this many rows a family with ukernel_ldb reads B' in place at any
  * size (each B element is read once per row panel; packing it would read it and write
  * it once), in K blocks of GK_GEMM_THIN_KC rows (one row panel) or twice that. */

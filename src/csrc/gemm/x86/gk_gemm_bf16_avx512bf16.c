@@ -317,22 +317,75 @@ static void core(int kp, const uint32_t *pa, const uint32_t *pb, float *c, ptrdi
 }
 #endif
 
+/* Tiles of R <= FEW_ROWS valid rows (thin A: a GEMV-like product has one row): only
+ * those rows' vdpbf16ps, where core computes all 14 (14x the work at M = 1).  Each
+ * accumulator takes the pairs in the same order as in core, by the same instruction:
+ * the same bits.  R is a constant after inlining. */
+#define FEW_ROWS 6
+GK_ALWAYS_INLINE void core_rows(int R, int kp, const uint32_t *pa, const uint32_t *pb,
+                                float *c, ptrdiff_t ldc, int first)
+{
+    __m512 acc[FEW_ROWS][2];
+    GK_UNROLL(8)
+    for (int i = 0; i < R; i++) {
+        acc[i][0] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc);
+        acc[i][1] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16);
+    }
+    for (int p = 0; p < kp; p++) {
+        const __m512i b0 = _mm512_loadu_si512((const void *)(pb + (ptrdiff_t)p * NR));
+        const __m512i b1 = _mm512_loadu_si512((const void *)(pb + (ptrdiff_t)p * NR + 16));
+        GK_UNROLL(8)
+        for (int i = 0; i < R; i++) {
+            const __m512i x = _mm512_set1_epi32((int)pa[(ptrdiff_t)p * MR + i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)x, (__m512bh)b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], (__m512bh)x, (__m512bh)b1);
+        }
+    }
+    GK_UNROLL(8)
+    for (int i = 0; i < R; i++) {
+        _mm512_storeu_ps(c + i * ldc, acc[i][0]);
+        _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
+    }
+}
+
+static void core_few(int rows, int kp, const uint32_t *pa, const uint32_t *pb, float *c,
+                     ptrdiff_t ldc, int first)
+{
+    switch (rows) {
+    case 1: core_rows(1, kp, pa, pb, c, ldc, first); break;
+    case 2: core_rows(2, kp, pa, pb, c, ldc, first); break;
+    case 3: core_rows(3, kp, pa, pb, c, ldc, first); break;
+    case 4: core_rows(4, kp, pa, pb, c, ldc, first); break;
+    case 5: core_rows(5, kp, pa, pb, c, ldc, first); break;
+    default: core_rows(6, kp, pa, pb, c, ldc, first); break;
+    }
+}
+
 /* gk_gemm_ukernel_fn: full tiles run on c itself, edge tiles through a local full tile so
- * that only the valid part of c is read or written.  kc == 0 (K == 0, first) zeroes. */
+ * that only the valid part of c is read or written (a few rows: core_few, on c itself
+ * when the columns are whole).  kc == 0 (K == 0, first) zeroes. */
 static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, ptrdiff_t ldc,
                     int mr_valid, int nr_valid, int first)
 {
     GK_ALIGNED(64) float t[MR * NR];
     float *y = (float *)c;
     const int kp = (kc + 1) / 2;
+    const uint32_t *pa = (const uint32_t *)a_panel, *pb = (const uint32_t *)b_panel;
     if (mr_valid == MR && nr_valid == NR) {
-        core(kp, (const uint32_t *)a_panel, (const uint32_t *)b_panel, y, ldc * 4, first);
+        core(kp, pa, pb, y, ldc * 4, first);
+        return;
+    }
+    if (mr_valid <= FEW_ROWS && nr_valid == NR) {
+        core_few(mr_valid, kp, pa, pb, y, ldc, first);
         return;
     }
     if (!first)
         for (int i = 0; i < mr_valid; i++)
             memcpy(t + i * NR, y + i * ldc, (size_t)nr_valid * 4);
-    core(kp, (const uint32_t *)a_panel, (const uint32_t *)b_panel, t, NR * 4, first);
+    if (mr_valid <= FEW_ROWS)
+        core_few(mr_valid, kp, pa, pb, t, NR, first);
+    else
+        core(kp, pa, pb, t, NR * 4, first);
     for (int i = 0; i < mr_valid; i++)
         memcpy(y + i * ldc, t + i * NR, (size_t)nr_valid * 4);
 }
