@@ -181,12 +181,14 @@ def run_pack_rows(kind, m, k, n, threads, budget, rng):
         f_pk = lambda: gemmkit.matmul_integer(a, pb)  # noqa: E731
         s_c = ort_session("MatMulInteger", threads, b_const=b)
     else:
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
+        dt = np.float32 if kind == "f32" else ml_dtypes.bfloat16
+        a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+        b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
         pb = gemmkit.pack_b(b, "gemm")
         f_raw = lambda: gemmkit.gemm(a, b)  # noqa: E731
         f_pk = lambda: gemmkit.gemm(a, pb)  # noqa: E731
-        s_c = ort_session("Gemm", threads, b_const=b, dtype=np.float32)
+        # onnxruntime has no bfloat16 Gemm on the CPU
+        s_c = ort_session("Gemm", threads, b_const=b, dtype=np.float32) if kind == "f32" else None
     f_ortc = (lambda: s_c.run(None, {"A": a})) if s_c else None
     old = gemmkit.set_num_threads(threads)
     try:
@@ -202,6 +204,7 @@ def main(argv=None):
     ap.add_argument("--threads", default=",".join(str(i) for i in range(1, ncpu + 1)))
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per row and thread count")
     ap.add_argument("--quick", action="store_true", help="skip 2048^3 and the 4096 rows but M = 1")
+    ap.add_argument("--pack-only", action="store_true", help="only the pack_b table")
     add_json_option(ap)
     args = ap.parse_args(argv)
     threads = [int(x) for x in args.threads.split(",")]
@@ -217,7 +220,7 @@ def main(argv=None):
     print(f"{'case':<22}{'thr':>4}{'gemmkit':>10}{'x1t':>7}{'eff':>6}"
           f"{'NumPy':>10}{'ratio':>7}{'ort':>10}{'ratio':>7}{'ortc':>10}{'ratio':>7}")
     print("-" * 100)
-    for kind in kinds:
+    for kind in ([] if args.pack_only else kinds):
         for (m, k, n) in shapes:
             for (t, tg, sp, eff, tn, to, tc) in run_case(kind, m, k, n, threads, args.budget, rng):
                 print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}{fmt_t(tg):>10}{sp:>6.2f}x{eff:>6.2f}"
@@ -230,8 +233,10 @@ def main(argv=None):
           f"with B a constant initializer (it pre-packs too)")
     print(f"{'case':<22}{'thr':>4}{'per call':>10}{'pack_b':>10}{'gain':>7}{'ortc':>10}{'ratio':>7}")
     print("-" * 70)
-    for kind in ("u8s8", "f32"):
-        for (m, k, n) in [(1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]:
+    # K = N = 1024: B (1-4 MB) stays in L2/L3 between calls; 4096: 16-64 MB
+    pack_kinds = ["u8s8", "f32"] + (["bf16"] if ml_dtypes is not None else [])
+    for kind in pack_kinds:
+        for (m, k, n) in [(1, 1024, 1024), (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]:
             if args.quick and m != 1:
                 continue
             for t in sorted({threads[0], threads[-1]}):
