@@ -4,8 +4,9 @@ Everything but the ISA-group files (setup.py print-isa-groups) is compiled witho
 and must run on any CPU of the platform: on x86-64 no AVX/AVX2/AVX-512 (no VEX/EVEX
 encoding, no ymm/zmm/k register) and nothing after SSE2; on ARM64 no dotprod/i8mm/SVE.
 tests/isa_scan.py does the disassembly; here it is shown to catch a leak (a tiny object
-built with -mavx2, -mavx512f, -march=haswell or -march=native placed where a baseline file
-would be), then run on the real build:
+built with -mavx2, -mavx512f, -march=haswell, -msse4.1 or -march=native -- with the aarch64
+cross compiler, when installed: +dotprod, +sve, -mcpu=neoverse-v1 -- placed where a
+baseline file's object would be), then run on the real build:
 
 * the objects of the build (GEMMKIT_BUILD_TEMP, else build/temp.<platform>-<python>/ next
   to tests/, left there by `pip install .`);
@@ -82,6 +83,13 @@ void gk_leak_int(int *restrict y, const int *restrict a, const int *restrict b, 
         y[i] = a[i] * b[i];
 }
 unsigned long long gk_leak_shift(unsigned long long x, unsigned s) { return x << (s & 63); }
+unsigned gk_leak_dot(const unsigned char *restrict a, const unsigned char *restrict b, int n)
+{
+    unsigned s = 0;
+    for (int i = 0; i < n; i++)
+        s += (unsigned)a[i] * b[i];
+    return s;
+}
 """
 
 
@@ -110,51 +118,65 @@ def _cpu_flags():
     return set()
 
 
-def _x86_tools():
-    _need(ARCH == "x86", f"the x86 leak check runs on x86-64 (this is {platform.machine()})")
+def _leak_tools(arch):
+    """(objdump, cc) that build and read `arch` objects here, or skip saying why."""
     _need(sys.platform.startswith("linux"), "reads GNU objdump output of ELF objects (Linux)")
-    objdump = isa_scan.find_objdump("x86")
-    _need(objdump is not None, "no objdump on PATH (binutils)")
-    cc = _cc()
-    _need(cc is not None, "no C compiler on PATH to build the leak objects")
+    objdump = isa_scan.find_objdump(arch)
+    _need(objdump is not None, f"no objdump for {arch} on PATH (binutils)")
+    if arch == ARCH:
+        cc = _cc()
+    else:   # the other architecture: a cross compiler, when installed
+        cross = {"arm64": "aarch64-linux-gnu-gcc", "x86": "x86_64-linux-gnu-gcc"}[arch]
+        cc = [cross] if shutil.which(cross) else None
+    _need(cc is not None, f"no C compiler for {arch} on PATH to build the leak objects")
     _need(os.path.exists(SETUP), f"setup.py not found beside tests/ ({SETUP})")
     return objdump, cc
 
 
-@pytest.mark.parametrize("flags, leaks", [
-    ([], False),
-    (["-mavx2"], True),
-    (["-mavx512f"], True),
-    (["-march=haswell"], True),
-    (["-msse4.1"], True),
-    (["-march=native"], None),   # a leak exactly when this CPU has AVX
+# (arch, flags, leaks, where an ISA file's object lies)
+_ISA_PLACE = {"x86": ("src/csrc/gemm/x86/gk_leak_avx2.o", "avx2"),
+              "arm64": ("src/csrc/qgemm/arm/gk_leak_neondot.o", "neondot")}
+
+
+@pytest.mark.parametrize("arch, flags, leaks", [
+    ("x86", [], False),
+    ("x86", ["-mavx2"], True),
+    ("x86", ["-mavx512f"], True),
+    ("x86", ["-march=haswell"], True),
+    ("x86", ["-msse4.1"], True),
+    ("x86", ["-march=native"], None),   # a leak exactly when this CPU has AVX
+    ("arm64", [], False),
+    ("arm64", ["-march=armv8.2-a+dotprod"], True),
+    ("arm64", ["-march=armv8.2-a+sve"], True),
+    ("arm64", ["-mcpu=neoverse-v1"], True),   # what -mcpu=native gives on such a server
 ])
-def test_leaked_flag_is_caught(tmp_path, flags, leaks):
-    objdump, cc = _x86_tools()
+def test_leaked_flag_is_caught(tmp_path, arch, flags, leaks):
+    objdump, cc = _leak_tools(arch)
     if leaks is None:
-        _need("avx" in _cpu_flags(), "-march=native adds no AVX on this CPU")
+        _need(ARCH == "x86" and "avx" in _cpu_flags(), "-march=native adds no AVX here")
         leaks = True
     src = tmp_path / "leak.c"
     src.write_text(_LEAK_SRC)
     setup_mod = isa_scan.load_setup(SETUP)
-    # the same object where a baseline file's and where an AVX2 file's object would lie
+    # the same object where a baseline file's and where an ISA file's object would lie
+    isa_where, isa_group = _ISA_PLACE[arch]
     results = {}
-    for where in ("src/csrc/core/gk_leak.o", "src/csrc/gemm/x86/gk_leak_avx2.o"):
+    for where in ("src/csrc/core/gk_leak.o", isa_where):
         build_temp = tmp_path / where.split("/")[-1].replace(".o", "")
         obj = build_temp / where
         obj.parent.mkdir(parents=True)
         r = subprocess.run(cc + ["-O3", "-fPIC", *flags, "-c", str(src), "-o", str(obj)],
                            capture_output=True, text=True)
         _need(r.returncode == 0, f"{' '.join(cc)} {' '.join(flags)} failed: {r.stderr[:200]}")
-        objects = isa_scan.classify_objects(str(build_temp), setup_mod, "x86")
-        assert objects == {str(obj): "baseline" if "core" in where else "avx2"}
-        results[where], _ = isa_scan.scan_objects(objects, "x86", objdump)
+        objects = isa_scan.classify_objects(str(build_temp), setup_mod, arch)
+        assert objects == {str(obj): "baseline" if "core" in where else isa_group}
+        results[where], _ = isa_scan.scan_objects(objects, arch, objdump)
     baseline = results["src/csrc/core/gk_leak.o"]
     assert baseline.ok == (not leaks), baseline.failures
     if leaks:
-        assert "beyond the x86 baseline" in baseline.failures[0]
-    # as an avx2 object such code is expected; plain code there fires the positive control
-    isa = results["src/csrc/gemm/x86/gk_leak_avx2.o"]
+        assert f"beyond the {arch} baseline" in baseline.failures[0]
+    # as an ISA object such code is expected; plain code there fires the positive control
+    isa = results[isa_where]
     if leaks:
         assert isa.ok, isa.failures
     else:
