@@ -156,8 +156,11 @@ else
 fi
 scd=$(ls "$S/usr/lib/python$pyv"/_sysconfigdata__linux_aarch64-linux-gnu.py)
 SCNAME=$(basename "$scd" .py)
-# Python.h and pyconfig.h from the sysroot: its include dirs, rebased
-sed -e "s|'/usr/include|'$S/usr/include|g" "$scd" >"$W/sysconfig/$SCNAME.py"
+# Python.h and pyconfig.h from the sysroot: its include dirs, rebased.  A distribution
+# that builds with LTO (Ubuntu) leaves -flto in CFLAGS: dropped, so that objects and the
+# linked extension keep one function per symbol (the ISA scan attributes them by symbol)
+sed -E -e "s|'/usr/include|'$S/usr/include|g" -e "s/ -flto(=[a-z0-9]+)?//g" \
+    -e "s/ -ffat-lto-objects//g" "$scd" >"$W/sysconfig/$SCNAME.py"
 grep -E "^ '(CC|EXT_SUFFIX|INCLUDEPY|SOABI)'" "$W/sysconfig/$SCNAME.py"
 # Build isolation is off: an isolated env would be resolved for the target platform (the
 # host could not run its numpy/Cython).  The sysroot's include dir is searched first (the
