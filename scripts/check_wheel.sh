@@ -16,9 +16,10 @@
 #              `command -v gcc cc clang ...` must find nothing), the test extras with
 #              `--only-binary :all:` (nothing may be built from source);
 #   5. run     `python -m gemmkit` (self-check + timing table) from a neutral directory;
-#   6. test    the whole pytest suite against the INSTALLED wheel: tests/ (and setup.py,
-#              which tests/test_build_config.py reads) copied to a temporary folder with no
-#              src/, `gemmkit.__file__` asserted to lie in the fresh venv (here and inside
+#   6. test    the whole pytest suite against the INSTALLED wheel: tests/ (and the files
+#              beside it that tests read: setup.py, README.md, examples/, benchmarks/)
+#              copied to a temporary folder with no src/ and no pyproject.toml,
+#              `gemmkit.__file__` asserted to lie in the fresh venv (here and inside
 #              the run: tests/test_installed.py), the ISA scan's pytest version
 #              (tests/test_baseline_isa.py) pointed at this build's objects;
 #   7. print   the wheel sizes.
@@ -165,7 +166,10 @@ nocc "$V/bin/python" -m pip show gemmkit >/dev/null
 
 RUN="$W/run"
 mkdir -p "$RUN"
-tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py pyproject.toml \
+# what the tests read beside tests/ (setup.py: test_build_config; README.md, examples/:
+# test_dask; benchmarks/: test_bench_json), but no pyproject.toml / MANIFEST.in / src/:
+# not a source tree (test_typing's source-tree checks skip, as in cibuildwheel's runs)
+tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py README.md examples benchmarks \
     | tar -xf - -C "$RUN"
 check_where='import gemmkit, os, sys
 f = os.path.realpath(gemmkit.__file__)
@@ -196,15 +200,15 @@ if [ "$JOBS" = 2 ]; then
     # which differ between its workers, and it refuses differing collections)
     mapfile -t a < <(cd "$RUN" && "$PY" - 0 <<<"$split_py")
     mapfile -t b < <(cd "$RUN" && "$PY" - 1 <<<"$split_py")
-    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -p no:cacheprovider "${a[@]}" >"$W/pytest-a.log" 2>&1) &
+    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -ra -p no:cacheprovider "${a[@]}" >"$W/pytest-a.log" 2>&1) &
     pa=$!
-    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -p no:cacheprovider "${b[@]}" >"$W/pytest-b.log" 2>&1) &
+    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -ra -p no:cacheprovider "${b[@]}" >"$W/pytest-b.log" 2>&1) &
     pb=$!
     wait $pa || status=1
     wait $pb || status=1
     tail -n 25 "$W/pytest-a.log" "$W/pytest-b.log"
 else
-    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -p no:cacheprovider tests) || status=1
+    (cd "$RUN" && nocc "$V/bin/python" -m pytest -q -ra -p no:cacheprovider tests) || status=1
 fi
 if [ $status -ne 0 ]; then
     echo "FAIL: the test suite failed against the installed wheel" >&2

@@ -212,7 +212,7 @@ step "install the wheel into the arm64 site folder (no compiler: binary wheels o
 pipq "$BPY" -m pip install -q --target "$SITE" --no-deps "${PIPT[@]}" "$whl"
 RUN="$W/run"
 mkdir -p "$RUN"
-tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py pyproject.toml \
+tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py \
     | tar -xf - -C "$RUN"
 emu() { # emu CPU args... : the arm64 python under qemu, the wheel's site folder on its path
     local cpu=$1
@@ -251,7 +251,7 @@ emu max -m gemmkit
 
 step "qemu -cpu max: pytest $TESTS"
 # shellcheck disable=SC2086  # the selection splits into words
-emu max -m pytest -q -p no:cacheprovider $TESTS
+emu max -m pytest -q -ra -p no:cacheprovider $TESTS
 
 step "wheel sizes"
 for f in "$raw" "$whl"; do printf '%10d bytes  %s\n' "$(stat -c %s "$f")" "$f"; done
