@@ -171,6 +171,9 @@ mkdir -p "$RUN"
 # not a source tree (test_typing's source-tree checks skip, as in cibuildwheel's runs)
 tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py README.md examples benchmarks \
     | tar -xf - -C "$RUN"
+# its own (empty) pytest config: pytest looks no further up for one (the work folder may
+# lie inside the checkout, whose pyproject.toml would become the rootdir's config)
+printf '[pytest]\n' >"$RUN/pytest.ini"
 check_where='import gemmkit, os, sys
 f = os.path.realpath(gemmkit.__file__)
 p = os.path.realpath(sys.prefix)

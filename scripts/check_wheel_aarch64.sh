@@ -214,6 +214,9 @@ RUN="$W/run"
 mkdir -p "$RUN"
 tar --exclude=__pycache__ --exclude=tests/c/build -cf - tests setup.py \
     | tar -xf - -C "$RUN"
+# its own (empty) pytest config: pytest looks no further up for one (the work folder may
+# lie inside the checkout, whose pyproject.toml would become the rootdir's config)
+printf '[pytest]\n' >"$RUN/pytest.ini"
 emu() { # emu CPU args... : the arm64 python under qemu, the wheel's site folder on its path
     local cpu=$1
     shift
