@@ -52,6 +52,7 @@ JOBS=${GK_WHEEL_TEST_JOBS:-2}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 t0=$SECONDS
 step() { printf '\n=== [%3ds] %s\n' $((SECONDS - t0)) "$*"; }
+. scripts/wheel_checks.sh # check_manylinux_tag, extract_core_so (cwd: the repository)
 pipq() { # a pip command, without the notes about absent extra indexes of this machine's
     "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
     return "${PIPESTATUS[0]}"
@@ -109,26 +110,11 @@ whl=$(ls "$W"/wheelhouse/gemmkit-*.whl)
 step "auditwheel show (repaired): $(basename "$whl")"
 show=$(auditwheel show "$whl")
 echo "$show"
-tag=$(tr '\n' ' ' <<<"$show" | sed -n 's/.*platform tag: *"\([^"]*\)".*/\1/p')
-case "$tag" in
-manylinux*_x86_64) echo "platform tag: $tag" ;;
-*) echo "FAIL: auditwheel show reports no manylinux tag (got '${tag:-none}')" >&2; exit 1 ;;
-esac
-case "$(basename "$whl")" in
-*-manylinux*_x86_64*.whl) ;;
-*) echo "FAIL: the repaired wheel's name carries no manylinux tag: $whl" >&2; exit 1 ;;
-esac
+check_manylinux_tag "$show" "$whl" x86_64
 
 step "ISA scan: the build's objects and the wheel's extension"
 mkdir -p "$W/so"
-so=$("$PY" - "$whl" "$W/so" <<'EOF'
-import sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-names = [n for n in z.namelist() if n.startswith("gemmkit/_core") and n.endswith(".so")]
-assert len(names) == 1, names
-print(z.extract(names[0], sys.argv[2]))
-EOF
-)
+so=$(extract_core_so "$PY" "$whl" "$W/so")
 "$PY" tests/isa_scan.py --arch x86 --setup "$SRC/setup.py" --build-temp "$BUILD_TEMP" --so "$so"
 
 step "fresh venv without a compiler on PATH"

@@ -47,6 +47,7 @@ TESTS=${GK_AARCH64_TESTS:-tests/test_matmul_integer.py tests/test_qlinear_matmul
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 t0=$SECONDS
 step() { printf '\n=== [%3ds] %s\n' $((SECONDS - t0)) "$*"; }
+. scripts/wheel_checks.sh # check_manylinux_tag, extract_core_so (cwd: the repository)
 pipq() { # a pip command, without the notes about absent extra indexes of this machine's
     "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
     return "${PIPESTATUS[0]}"
@@ -184,26 +185,11 @@ PATH="$W/build-venv/bin:$PATH" "$AW" repair -w "$W/wheelhouse" "$raw"
 whl=$(ls "$W"/wheelhouse/gemmkit-*.whl)
 show=$(PATH="$W/build-venv/bin:$PATH" "$AW" show "$whl")
 echo "$show"
-tag=$(tr '\n' ' ' <<<"$show" | sed -n 's/.*platform tag: *"\([^"]*\)".*/\1/p')
-case "$tag" in
-manylinux*_aarch64) echo "platform tag: $tag" ;;
-*) echo "FAIL: auditwheel show reports no manylinux aarch64 tag (got '${tag:-none}')" >&2; exit 1 ;;
-esac
-case "$(basename "$whl")" in
-*-manylinux*_aarch64*.whl) ;;
-*) echo "FAIL: the repaired wheel's name carries no manylinux aarch64 tag: $whl" >&2; exit 1 ;;
-esac
+check_manylinux_tag "$show" "$whl" aarch64
 
 step "ISA scan (arm64): the build's objects and the wheel's extension"
 mkdir -p "$W/so"
-so=$("$BPY" - "$whl" "$W/so" <<'EOF'
-import sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-names = [n for n in z.namelist() if n.startswith("gemmkit/_core") and n.endswith(".so")]
-assert len(names) == 1, names
-print(z.extract(names[0], sys.argv[2]))
-EOF
-)
+so=$(extract_core_so "$BPY" "$whl" "$W/so")
 file "$so" 2>/dev/null || true
 "$BPY" tests/isa_scan.py --arch arm64 --objdump "$(command -v aarch64-linux-gnu-objdump)" \
     --setup "$SRC/setup.py" --build-temp "$BUILD_TEMP" --so "$so"
