@@ -50,24 +50,7 @@ PY=${PYTHON:-python}
 W=${GK_WHEEL_WORK:-$ROOT/build/wheel-check}
 JOBS=${GK_WHEEL_TEST_JOBS:-2}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-t0=$SECONDS
-step() { printf '\n=== [%3ds] %s\n' $((SECONDS - t0)) "$*"; }
-. scripts/wheel_checks.sh # check_manylinux_tag, extract_core_so (cwd: the repository)
-pipq() { # a pip command, without the notes about absent extra indexes of this machine's
-    "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
-    return "${PIPESTATUS[0]}"
-}
-logged() { # logged LOG command... : output to LOG; its tail on success, more on failure
-    local log=$1
-    shift
-    if "$@" >"$log" 2>&1; then
-        grep -v "^WARNING: Location '.*' is ignored" "$log" | tail -n 3
-    else
-        tail -n 80 "$log"
-        echo "FAIL: $* (full log: $log)" >&2
-        return 1
-    fi
-}
+. scripts/wheel_checks.sh # step, pipq, logged, check_manylinux_tag, extract_core_so (cwd: the repository)
 
 if [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
     echo "check_wheel.sh: builds and checks the Linux x86_64 wheel; this is $(uname -sm)" >&2

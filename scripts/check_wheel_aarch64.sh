@@ -45,24 +45,7 @@ W=${GK_WHEEL_AARCH64_WORK:-$ROOT/build/wheel-check-aarch64}
 SCALE=${GEMMKIT_TEST_EXAMPLES_SCALE:-0.25}
 TESTS=${GK_AARCH64_TESTS:-tests/test_matmul_integer.py tests/test_qlinear_matmul.py tests/test_gemm_simd.py tests/test_installed.py}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-t0=$SECONDS
-step() { printf '\n=== [%3ds] %s\n' $((SECONDS - t0)) "$*"; }
-. scripts/wheel_checks.sh # check_manylinux_tag, extract_core_so (cwd: the repository)
-pipq() { # a pip command, without the notes about absent extra indexes of this machine's
-    "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
-    return "${PIPESTATUS[0]}"
-}
-logged() { # logged LOG command... : output to LOG; its tail on success, more on failure
-    local log=$1
-    shift
-    if "$@" >"$log" 2>&1; then
-        grep -v "^WARNING: Location '.*' is ignored" "$log" | tail -n 3
-    else
-        tail -n 80 "$log"
-        echo "FAIL: $* (full log: $log)" >&2
-        return 1
-    fi
-}
+. scripts/wheel_checks.sh # step, pipq, logged, check_manylinux_tag, extract_core_so (cwd: the repository)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 apt_install() {

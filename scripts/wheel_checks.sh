@@ -1,5 +1,25 @@
 # Shell functions shared by scripts/check_wheel.sh and scripts/check_wheel_aarch64.sh
-# (sourced, not run): the checks both wheels must pass in the same words.
+# (sourced, not run): their logging helpers, and the checks both wheels must pass in the
+# same words.
+
+t0=$SECONDS
+# step TEXT: a numbered heading with the seconds since this file was sourced
+step() { printf '\n=== [%3ds] %s\n' $((SECONDS - t0)) "$*"; }
+pipq() { # a pip command, without the notes about absent extra indexes of this machine's
+    "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
+    return "${PIPESTATUS[0]}"
+}
+logged() { # logged LOG command... : output to LOG; its tail on success, more on failure
+    local log=$1
+    shift
+    if "$@" >"$log" 2>&1; then
+        grep -v "^WARNING: Location '.*' is ignored" "$log" | tail -n 3
+    else
+        tail -n 80 "$log"
+        echo "FAIL: $* (full log: $log)" >&2
+        return 1
+    fi
+}
 
 # check_manylinux_tag SHOW WHEEL ARCH: SHOW is `auditwheel show WHEEL` of the repaired
 # wheel; its platform tag and the wheel's file name must both be manylinux_*_ARCH.
