@@ -6,6 +6,19 @@ import os
 import sys
 
 
+def one_thread() -> int:
+    """Pins gemmkit to one thread for the whole process (the one-thread tables compare it
+    with one-thread onnxruntime / NumPy) and returns the count gemmkit then reports, so
+    the header and --json state what ran, not what was meant."""
+    import gemmkit as gk
+    gk.set_num_threads(1)
+    n = gk.get_num_threads()
+    if n != 1:
+        raise SystemExit(f"gemmkit runs on {n} threads after set_num_threads(1): "
+                         "a `with gemmkit.threads(...)` or threadpoolctl limit is active")
+    return n
+
+
 def cpu_name() -> str:
     """The CPU model as the OS names it (lscpu's "Model name"), for the table header."""
     try:

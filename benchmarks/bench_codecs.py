@@ -25,7 +25,7 @@ import ml_dtypes
 import numpy as np
 
 import gemmkit as gk
-from _bench_common import cpu_class, cpu_name
+from _bench_common import cpu_class, cpu_name, one_thread
 from gemmkit import _core
 
 F8 = [("e4m3fn", ml_dtypes.float8_e4m3fn), ("e4m3fnuz", ml_dtypes.float8_e4m3fnuz),
@@ -94,7 +94,8 @@ def main():
         paths = [p.strip() for p in args.paths.split(",")]
 
     print(f"# gemmkit.cast benchmark: {cpu_name()} -- {cpu_class(info['features'])}")
-    print(f"# one thread, n = {args.n} elements, median of {args.reps}; gemmkit {gk.__version__}, "
+    nthreads = one_thread()
+    print(f"# gemmkit on {nthreads} thread, n = {args.n} elements, median of {args.reps}; gemmkit {gk.__version__}, "
           f"numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     rng = np.random.default_rng(0)
     rows = cases(args.n, rng)

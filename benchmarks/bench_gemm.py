@@ -37,7 +37,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gemmkit as gk  # noqa: E402
-from _bench_common import (add_json_option, build_c_lib, cpu_name, peak_gops,  # noqa: E402
+from _bench_common import (add_json_option, build_c_lib, cpu_name, one_thread, peak_gops,  # noqa: E402
                            record, record_meta, write_json)
 
 
@@ -444,8 +444,10 @@ def main(argv=None):
     fams = sorted(set(info["engines"]["gemm"].values()))
     print(f"CPU: {cpu_name()}; features: {','.join(info['features'])}; gemmkit ISA level "
           f"{info['isa']}, Gemm families: {','.join(fams)}")
-    print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; one thread; medians")
-    record_meta(threads=1, gemm_families=fams, budget=args.budget)
+    nthreads = one_thread()
+    print(f"gemmkit {gk.__version__}, NumPy {np.__version__}; each on {nthreads} thread; "
+          f"medians")
+    record_meta(threads=nthreads, gemm_families=fams, budget=args.budget)
     fspec = args.float_sizes or (args.sizes if args.sizes else
                                  ("64,256,1x4096" if args.quick else
                                   "64,256,1024,2048,1x4096,16x4096"))

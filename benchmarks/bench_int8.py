@@ -42,7 +42,7 @@ import numpy as np
 
 import gemmkit as gk
 from _bench_common import (add_json_option, build_c_lib, cpu_class, cpu_name, llc_bytes,
-                           peak_gops, record, record_meta, write_json)
+                           one_thread, peak_gops, record, record_meta, write_json)
 from gemmkit import _core
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -388,14 +388,15 @@ def main(argv=None):
         print("AMX refused to every library in this process (--no-amx)")
     print(f"CPU: {cpu_name()}; class: {cpu_class(feats)}")
     print(f"features: {','.join(feats)}; gemmkit paths usable: {','.join(avail)}")
+    nthreads = one_thread()
     print(f"gemmkit {gk.__version__} ({gk.cpu_info()['isa']} default), onnxruntime "
-          f"{ort.__version__}, one thread; %peak: % of the path's instruction peak "
+          f"{ort.__version__}, each on {nthreads} thread; %peak: % of the path's instruction peak "
           f"(tdpbusd, vpdpbusd, or exact vpmaddwd+vpaddd) measured just before the row")
     header_peaks = {}
     for path in paths:
         pk = header_peaks[path] = peaks(path)
         print(f"  peak of {path}: " + (f"{pk:.1f} GOP/s" if pk else "n/a"))
-    record_meta(threads=1, paths=paths, peaks_gops=header_peaks, budget=args.budget,
+    record_meta(threads=nthreads, paths=paths, peaks_gops=header_peaks, budget=args.budget,
                 amx_refused="GK_BENCH_NO_AMX" in os.environ, batched=args.batched,
                 cold=args.cold, small_m=SMALL_M)
     ops = ["MatMulInteger"] + ([] if args.no_qlinear else ["QLinearMatMul"])

@@ -24,8 +24,11 @@ GEMM_ARGS = ["--float-only", "--sizes", "32", "--budget", "0.01"]
 
 
 def _run(script, args):
+    # GEMMKIT_NUM_THREADS=2: the one-thread tables must pin gemmkit to one thread
+    # themselves (meta["threads"] is the count gemmkit reports after the pin)
+    env = dict(os.environ, GEMMKIT_NUM_THREADS="2")
     r = subprocess.run([sys.executable, os.path.join(BENCH, script), *args],
-                       capture_output=True, text=True, timeout=180, cwd=BENCH)
+                       capture_output=True, text=True, timeout=180, cwd=BENCH, env=env)
     assert r.returncode == 0, f"{script}: rc={r.returncode}\n{r.stdout}\n{r.stderr}"
     return r.stdout
 
@@ -55,7 +58,7 @@ def test_int8_json_rows(runs):
     m = doc["machine"]
     assert m["cpu_model"] and m["cpu_model"] in text  # the header's CPU line
     assert m["isa"] in m["available"] and m["gemmkit"]
-    assert doc["meta"]["threads"] == 1
+    assert doc["meta"]["threads"] == 1 and "each on 1 thread" in text
     assert doc["meta"]["bandwidth"]["cached_gbs"]["65536"] > 0  # B of 1x256x256
     rows = doc["rows"]
     # every printed table row, and nothing else: MatMulInteger u8s8, QLinearMatMul in its
@@ -81,6 +84,7 @@ def test_int8_json_rows(runs):
 def test_gemm_json_rows(runs):
     path, doc, text, args = runs["gemm"]
     assert doc["bench"] == "bench_gemm" and doc["machine"]["cpu_model"]
+    assert doc["meta"]["threads"] == 1 and "each on 1 thread" in text
     floats = [r for r in doc["rows"] if r["section"] == "float"]
     printed = [ln for ln in text.splitlines() if re.match(r"float(32|64) 32x32x32 ", ln)]
     assert len(floats) == len(printed) >= 2
