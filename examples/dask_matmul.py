@@ -44,8 +44,10 @@ def map_rows(client, op, x, *args, **kwargs):
     with x's own parameters per tensor (a bias C per column or per tensor)."""
     x = x.rechunk({1: -1})  # K in one chunk: each block is a whole product
     meta = op(np.zeros((1, x.shape[1]), x.dtype), *args, **kwargs)  # dtype and width
-    args = [client.scatter(a, broadcast=True) if isinstance(a, gk.PackedB) else a
-            for a in args]  # the weight pickled to every worker once
+    # the weight pickled to every worker once, under a fresh key: a content-hashed key
+    # can meet the release of an earlier scatter of the same weight still in flight
+    args = [client.scatter(a, broadcast=True, hash=False) if isinstance(a, gk.PackedB)
+            else a for a in args]
     return x.map_blocks(op, *args, **kwargs, dtype=meta.dtype, meta=meta[:0],
                         chunks=(x.chunks[0], meta.shape[1:]))
 
