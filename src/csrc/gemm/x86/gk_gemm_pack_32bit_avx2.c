@@ -2,9 +2,10 @@
  * for the operand layouts that need a transpose: A' with rows contiguous along k (plain
  * row-major A, cs == 4) and B' with columns contiguous along k (transB, rs == 4).  Both
  * become 8 x 8 register transposes: 8 source lines (rows of A', columns of B') of up to
- * 8 k each are loaded, transposed, and each k's values stored into the panel.  Every
- * other layout goes to the generic packers (gk_gemm_pack.c).  Values are copied
- * unchanged: the panels are bit-identical to the generic packers'.
+ * 8 k each are loaded, transposed, and each k's values stored into the panel.  Plain
+ * row-major B' is copied in vectors (gk_gemm_pack_transpose.inc); every other layout
+ * goes to the generic packers (gk_gemm_pack.c).  Values are copied unchanged: the panels
+ * are bit-identical to the generic packers'.
  *
  * Loads are masked (vmaskmovps: no fault on masked lanes) to the valid k of each line;
  * lines beyond the valid rows/columns are zero vectors, so padding lanes are zero.
@@ -75,6 +76,7 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float 
 
 #define GK_TP_T float
 #define GK_TP_ES 4
+#define GK_TP_VB 32
 #define GK_TP_WIDTH_OK(w) 1
 #define GK_TP_FLT f32
 #define GK_TP_INT u32

@@ -3,10 +3,10 @@
  * (plain row-major A, cs == 4) and B' with columns contiguous along k (transB, rs == 4).
  * Both become 16 x 16 register transposes: 16 source lines (rows of A', columns of B')
  * of up to 16 k each are loaded, transposed, and each k's 16 values stored as one
- * (masked) vector of the panel.  Every other layout goes to the generic packers
- * (gk_gemm_pack.c), which copy rows with memcpy where the panel order already is the
- * memory order.  The values are copied unchanged, so the panels are bit-identical to the
- * generic packers'.
+ * (masked) vector of the panel.  Plain row-major B' is copied in vectors
+ * (gk_gemm_pack_transpose.inc); every other layout goes to the generic packers
+ * (gk_gemm_pack.c).  The values are copied unchanged, so the panels are bit-identical
+ * to the generic packers'.
  *
  * Loads are masked to the valid k of each line (never past the caller's array); lines
  * beyond the valid rows/columns are zero vectors, so the panel's padding lanes are zero
@@ -70,6 +70,7 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float 
 
 #define GK_TP_T float
 #define GK_TP_ES 4
+#define GK_TP_VB 64
 #define GK_TP_WIDTH_OK(w) 1
 #define GK_TP_FLT f32
 #define GK_TP_INT u32

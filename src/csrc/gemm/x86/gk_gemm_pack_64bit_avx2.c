@@ -4,7 +4,8 @@
  * Source lines (rows of A', columns of B') are taken 4 at a time, up to 4 k each,
  * transposed in registers (4 x 4), and each k's values stored into the panel: 4 lanes,
  * or the low 2 for a group of 2 (the 6-row A panel's second group), so nothing is
- * written past the panel.  Every other layout goes to the generic packers
+ * written past the panel.  Plain row-major B' is copied in vectors
+ * (gk_gemm_pack_transpose.inc); every other layout goes to the generic packers
  * (gk_gemm_pack.c).  Values are copied unchanged: the panels are bit-identical to the
  * generic packers'.
  *
@@ -59,6 +60,7 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, double
 
 #define GK_TP_T double
 #define GK_TP_ES 8
+#define GK_TP_VB 32
 #define GK_TP_WIDTH_OK(w) ((w) % 2 == 0)
 #define GK_TP_FLT f64
 #define GK_TP_INT u64

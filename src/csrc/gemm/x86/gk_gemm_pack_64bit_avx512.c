@@ -3,7 +3,8 @@
  * (plain row-major A, cs == 8) and B' with columns contiguous along k (transB, rs == 8).
  * Source lines (rows of A', columns of B') are taken 8 at a time, up to 8 k each,
  * transposed in registers (8 x 8), and each k's 8 values stored into the panel (masked
- * to the panel's width).  Every other layout goes to the generic packers
+ * to the panel's width).  Plain row-major B' is copied in vectors
+ * (gk_gemm_pack_transpose.inc); every other layout goes to the generic packers
  * (gk_gemm_pack.c).  Values are copied unchanged: the panels are bit-identical to the
  * generic packers'.
  *
@@ -61,6 +62,7 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, double
 
 #define GK_TP_T double
 #define GK_TP_ES 8
+#define GK_TP_VB 64
 #define GK_TP_WIDTH_OK(w) 1
 #define GK_TP_FLT f64
 #define GK_TP_INT u64
