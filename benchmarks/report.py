@@ -548,16 +548,22 @@ def plot_threads(doc, out):
 
 # ----------------------------------------------------------------------------- main
 
-def write_index(out, docs, written, command):
-    """out/README.md: the figures, the machines, the commands that made them."""
+def write_index(out, docs, written, command, made=None):
+    """out/README.md: the figures, the machines, the commands that made them (made: the
+    runs this command made, when it made only some of docs)."""
     lines = ["# Benchmark plots", "",
              "Drawn by `benchmarks/report.py` (see the Benchmarks section of the top README) "
              "with", "", "```bash", command, "```", ""]
+    if made is not None and set(docs) - set(made):
+        lines += [f"which made {', '.join(f'`{n}`' for n in made)}; the other runs below are "
+                  "earlier ones, drawn again from their data.", ""]
     if any(is_quick(d) for d in docs.values()):
         lines += ["**Quick run: a smoke test of the pipeline, not numbers to publish.**", ""]
     lines += ["from these runs (JSON and text tables in [`data/`](data/); "
               "`python benchmarks/report.py docs/benchmarks/data/*.json` draws them again):", ""]
-    for name, d in docs.items():
+    order = list(RUNS)
+    for name in sorted(docs, key=lambda n: order.index(n) if n in order else len(order)):
+        d = docs[name]
         m = d["machine"]
         argv = d.get("argv", [])
         if "--json" in argv:  # where it was written (a path on that machine): not of interest
@@ -576,6 +582,15 @@ def write_index(out, docs, written, command):
         lines += [f"![{f}]({f})", ""]
     with open(os.path.join(out, "README.md"), "w") as fh:
         fh.write("\n".join(lines))
+
+
+def kept_runs(out, names):
+    """The JSON files in out/data of the runs not made this time (--only): the folder's
+    figures and index keep covering them, drawn again from their data (a partial run
+    used to leave their PNGs but drop them from the index)."""
+    data = os.path.join(out, "data")
+    return [os.path.join(data, n + ".json") for n in RUNS
+            if n not in names and os.path.exists(os.path.join(data, n + ".json"))]
 
 
 def keep_data(paths, out):
@@ -608,6 +623,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
+    made = None
     if args.json:
         jpaths = args.json
     else:
@@ -624,6 +640,8 @@ def main(argv=None):
         t0 = time.monotonic()
         jpaths = run_benchmarks(names, out, args.quick, extra)
         print(f"[report] benchmarks took {time.monotonic() - t0:.0f} s", file=sys.stderr)
+        made = list(load(jpaths))
+        jpaths = jpaths + kept_runs(out, names)
     docs = load(jpaths)
     if args.json:
         keep_data(jpaths, out)
@@ -642,7 +660,7 @@ def main(argv=None):
         raise SystemExit("nothing to plot: no rows the figures use in " + ", ".join(jpaths))
     command = "python benchmarks/report.py" + "".join(
         " " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    write_index(out, docs, written, command)
+    write_index(out, docs, written, command, made)
     print(f"[report] {len(written)} figures in {out}", file=sys.stderr)
     return 0
 

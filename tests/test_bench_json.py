@@ -113,3 +113,27 @@ def test_report_draws_the_json(runs, tmp_path):
     assert runs["int8"][1]["machine"]["cpu_model"] in index and "Quick run" in index
     assert all(f"]({p})" in index for p in pngs)
     assert sorted(p.name for p in (out / "data").iterdir()) == ["gemm.json", "int8.json"]
+
+
+def test_report_of_some_runs_keeps_the_others(runs, tmp_path):
+    """report.py --only X (a partial run) keeps the runs it did not make: their JSON in
+    out/data is drawn again and listed in the index (it used to drop them)."""
+    import importlib.util
+    import shutil
+    pytest.importorskip("matplotlib", reason="report.py draws with matplotlib (the bench extra)")
+    spec = importlib.util.spec_from_file_location("gk_report", os.path.join(BENCH, "report.py"))
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    out = tmp_path / "plots"
+    (out / "data").mkdir(parents=True)
+    for name in ("int8", "gemm"):
+        shutil.copyfile(runs[name][0], out / "data" / f"{name}.json")
+    kept = report.kept_runs(str(out), ["gemm"])
+    assert [os.path.basename(p) for p in kept] == ["int8.json"]
+    assert report.kept_runs(str(out), ["int8", "gemm"]) == []
+    docs = report.load([str(out / "data" / "gemm.json")] + kept)
+    report.write_index(str(out), docs, [], "python benchmarks/report.py --only gemm", ["gemm"])
+    index = (out / "README.md").read_text()
+    assert "- `int8`:" in index and "- `gemm`:" in index
+    assert index.index("- `int8`:") < index.index("- `gemm`:")
+    assert "which made `gemm`; the other runs below are earlier ones" in index
