@@ -640,7 +640,7 @@ def main(argv=None):
         t0 = time.monotonic()
         jpaths = run_benchmarks(names, out, args.quick, extra)
         print(f"[report] benchmarks took {time.monotonic() - t0:.0f} s", file=sys.stderr)
-        made = list(load(jpaths))
+        made = names
         jpaths = jpaths + kept_runs(out, names)
     docs = load(jpaths)
     if args.json:
