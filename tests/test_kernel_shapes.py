@@ -109,3 +109,24 @@ def test_small_m_b_at_every_alignment(isa, offset):
                     np.testing.assert_array_equal(gk.matmul_integer(a, b, *zps),
                                                   o.matmul_integer(a, b, *zps),
                                                   err_msg=str((m, n, offset, zps)))
+
+
+@pytest.mark.parametrize("m", [9, 10, 13, 16])
+def test_small_m_with_a_large_b_exact(isa, m):
+    """Many rows and K * N >= 1 MiB: the zmm families' staged small-M path (128-row depth
+    stages, gk_qsmallm_quad.inc) on either side of its row threshold, with a depth tail,
+    per-row zero points (the column-sum row), a column-major A, and B off a cache line."""
+    gk = pytest.importorskip("gemmkit")
+    rng = np.random.default_rng(m)
+    k, n = 1100 + m, 1030
+    for ta, tb in ((U8, S8), (S8, U8), (U8, U8)):
+        a = rand_extreme(rng, (m, k), ta)
+        b = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (k, n + 1)).astype(tb)[:, 1:]
+        azp = rng.integers(np.iinfo(ta).min, np.iinfo(ta).max + 1, (m,)).astype(ta)
+        bzp = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (n,)).astype(tb)
+        for aa in (a, np.asfortranarray(a)):
+            for zps in ((), (azp, bzp)):
+                with gk.threads(1):  # threads split N: each would see less than 1 MiB of B
+                    got = gk.matmul_integer(aa, b, *zps)
+                np.testing.assert_array_equal(got, o.matmul_integer(a, b, *zps),
+                                              err_msg=str((m, ta, tb, len(zps))))

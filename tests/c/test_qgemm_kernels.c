@@ -375,6 +375,16 @@ static void test_family(const gk_qgemm_kernel *kr)
         one_case(kr, 1, 49152 + 70, 37, LAY_ROW, LAY_ROW, 0, 0, 0x80, GK_QOUT_I32, 0, z);
         one_case(kr, 16, 5760 + 33, 21, LAY_ROW, LAY_ROW, 0, 0x80, 0, GK_QOUT_U8, 1, z);
     }
+    /* the staged small-M path of the vpdpbusd families (gk_qsmallm_quad.inc: 10 or more
+     * rows with the column-sum row, K * N >= 1 MiB): every row count, depth tails inside
+     * a 128-row stage and inside a 16-row step, A gathered (a_cs != 1), B upside down,
+     * a single column block (no next block to stage), every zero-point mode */
+    for (int m = 9; m <= 17; m++)
+        one_case(kr, m, rnd_in(1030, 1200), rnd_in(1030, 1160), m % 3 == 0 ? LAY_ROW : m % 3 == 1 ? LAY_COL : LAY_STRIDED,
+                 m % 2 ? LAY_ROW : LAY_NEGROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
+                 (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), m % 4);
+    one_case(kr, 17, 260, 4101, LAY_ROW, LAY_ROW, 1, 0x80, 0, GK_QOUT_I32, 0, 1);
+    one_case(kr, 12, 20, 60003, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_I32, 0, 2);
     printf("  %-12s mr=%d nr=%d kstep=%d smallm_max=%d: %s\n", kr->isa, kr->mr, kr->nr, kr->kstep,
            kr->smallm_max, n_fail == before ? "ok" : "FAILED");
 }

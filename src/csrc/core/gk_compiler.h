@@ -4,6 +4,7 @@
  *
  *   GK_ALWAYS_INLINE   static inline function that must be inlined (the kernels rely on
  *                      it to specialise on compile-time constant arguments)
+ *   GK_NOINLINE        never inline this function (written after static)
  *   GK_ALIGNED(n)      alignment of a variable, written before its type:
  *                          GK_ALIGNED(64) int32_t buf[N];
  *   GK_UNROLL(n)       unroll the following loop n times (a hint; ignored where unknown)
@@ -19,6 +20,7 @@
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #define GK_ALWAYS_INLINE static __forceinline
+#define GK_NOINLINE __declspec(noinline)
 #define GK_ALIGNED(n) __declspec(align(n))
 #define GK_PRAGMA(x) __pragma(x)
 #define GK_UNROLL(n)
@@ -28,6 +30,7 @@
 #define GK_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #define GK_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #define GK_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define GK_NOINLINE __attribute__((noinline))
 #define GK_ALIGNED(n) __attribute__((aligned(n)))
 #define GK_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
@@ -37,6 +40,7 @@
 #endif
 #else
 #define GK_ALWAYS_INLINE static inline
+#define GK_NOINLINE
 #define GK_ALIGNED(n)
 #define GK_PRAGMA(x)
 #define GK_UNROLL(n)
