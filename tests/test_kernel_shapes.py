@@ -54,6 +54,7 @@ def test_family_info_matches_cpu_info(isa):
         assert f["isa"] == below[0], (isa, f["isa"], below)
     assert f["mr"] >= 1 and f["nr"] >= 1 and f["kstep"] >= 1
     assert 0 <= f["smallm_max"] <= 64 and f["kchunk"] >= 1024
+    assert f["smallm_wide_max"] == 0 or f["smallm_max"] < f["smallm_wide_max"] <= 64
 
 
 @pytest.mark.parametrize("signs", ["u8s8", "s8u8", "u8u8", "s8s8"])
@@ -111,11 +112,12 @@ def test_small_m_b_at_every_alignment(isa, offset):
                                                   err_msg=str((m, n, offset, zps)))
 
 
-@pytest.mark.parametrize("m", [9, 10, 13, 16])
+@pytest.mark.parametrize("m", [9, 10, 13, 16, 17, 27, 32, 33])
 def test_small_m_with_a_large_b_exact(isa, m):
     """Many rows and K * N >= 1 MiB: the zmm families' staged small-M path (128-row depth
-    stages, gk_qsmallm_quad.inc) on either side of its row threshold, with a depth tail,
-    per-row zero points (the column-sum row), a column-major A, and B off a cache line."""
+    stages, gk_qsmallm_quad.inc) on either side of its row threshold and up to
+    smallm_wide_max, with a depth tail, per-row zero points (the column-sum row), a
+    column-major A, and B off a cache line."""
     gk = pytest.importorskip("gemmkit")
     rng = np.random.default_rng(m)
     k, n = 1100 + m, 1030

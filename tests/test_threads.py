@@ -129,13 +129,17 @@ def _qfam():
 def _mmi_shapes():
     """(M, N, K) for the int8 family in use: a grid of row and column tiles with tails
     (M, N not multiples of mr / nr) and K past the family's depth block; the small-M path
-    (M <= smallm_max, split by columns only); one tile plus one in each direction."""
+    (M <= smallm_max, split by columns only); one tile plus one in each direction; past
+    smallm_max with K * N >= 2**20 (smallm_wide_max: column parts wide enough for the
+    small-M path on few threads, packed row parts on many)."""
     f = _qfam()
     mr, nr, kc, sm = f["mr"], f["nr"], f["kc"], f["smallm_max"]
     shapes = [(3 * mr + 5, 3 * nr + 7, kc + 37), (mr + 1, nr + 1, 3)]
     if sm:
         shapes.append((min(sm, 5), 5 * nr + 3, 70))
         shapes.append((sm, 4 * nr + 1, kc + 3))
+    if f["smallm_wide_max"]:
+        shapes.append((f["smallm_wide_max"] - 3, 2100, 1030))
     return shapes
 
 

@@ -161,7 +161,16 @@ typedef struct gk_qgemm_kernel {
      * micro-kernel computes only the valid rows of a partial tile sets 1 (its packed
      * panels then serve every M better than streaming B through the small-M path). */
     int packed_min_m;
+    /* Rows up to which the small-M path also runs when B is large, K * N >=
+     * GK_QGEMM_SMALLM_WIDE_KN (the product, or each thread's part of it); 0, as in a table
+     * entry that leaves it out: none past smallm_max.  For families whose small-M path
+     * then beats packing (the zmm vpdpbusd staged path). */
+    int smallm_wide_max;
 } gk_qgemm_kernel;
+
+/* K * N from which smallm_wide_max applies (1 MiB of int8 B: below it B sits in L2 and
+ * the packed path wins). */
+#define GK_QGEMM_SMALLM_WIDE_KN ((double)(1 << 20))
 
 /* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */
 extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;

@@ -74,6 +74,7 @@ cdef extern from "gemmkit/gk_qgemm.h" nogil:
         int mr, nr, kstep
         int a_elem_bytes, b_elem_bytes
         int smallm_max
+        int smallm_wide_max
 
 
 cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:

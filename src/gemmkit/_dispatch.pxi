@@ -42,13 +42,15 @@ def _set_isa(name):
 
 def _qgemm_family_info():
     """Block sizes of the int8 family in use (tests derive their shapes from them):
-    register tile mr x nr, depth step kstep, the small-M limit (0: none), packed element
+    register tile mr x nr, depth step kstep, the small-M limit (0: none) and the one for
+    K * N >= 2**20 (smallm_wide_max; 0: none past smallm_max), packed element
     sizes, the depth block kc (deeper products run in blocks of at most kc) and the depth
     beyond which the driver runs chunks."""
     cdef const gk_qgemm_kernel *k = gk_qgemm_active()
     return {"isa": k.isa.decode(), "mr": k.mr, "nr": k.nr, "kstep": k.kstep,
-            "smallm_max": k.smallm_max, "a_elem_bytes": k.a_elem_bytes,
-            "b_elem_bytes": k.b_elem_bytes, "kc": gk_qgemm_kc(k), "kchunk": _QGEMM_KCHUNK}
+            "smallm_max": k.smallm_max, "smallm_wide_max": k.smallm_wide_max,
+            "a_elem_bytes": k.a_elem_bytes, "b_elem_bytes": k.b_elem_bytes,
+            "kc": gk_qgemm_kc(k), "kchunk": _QGEMM_KCHUNK}
 
 
 def _qgemm_blocking(int m, int n, int k, bint requant):

@@ -293,7 +293,8 @@ static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int
                   lb, &c, ax, bx);
         }
     }
-    if (kr->smallm && M <= kr->smallm_max && B.cs == 1) {
+    if (kr->smallm && B.cs == 1 &&
+        (M <= kr->smallm_max || (M <= kr->smallm_wide_max && (double)K * N >= GK_QGEMM_SMALLM_WIDE_KN))) {
         memset(y1, 0xCD, ysz);
         run_smallm(kr, M, N, K, &A, ax, &B, bx, &c, y1);
         check(kr->isa, "smallm", memcmp(y0, y1, ysz) == 0, M, N, K, la, lb, &c, ax, bx);
@@ -379,7 +380,7 @@ static void test_family(const gk_qgemm_kernel *kr)
      * rows with the column-sum row, K * N >= 1 MiB): every row count, depth tails inside
      * a 128-row stage and inside a 16-row step, A gathered (a_cs != 1), B upside down,
      * a single column block (no next block to stage), every zero-point mode */
-    for (int m = 9; m <= 17; m++)
+    for (int m = 9; m <= 33; m += m < 17 ? 1 : 5)
         one_case(kr, m, rnd_in(1030, 1200), rnd_in(1030, 1160), m % 3 == 0 ? LAY_ROW : m % 3 == 1 ? LAY_COL : LAY_STRIDED,
                  m % 2 ? LAY_ROW : LAY_NEGROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
                  (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), m % 4);

@@ -394,4 +394,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     NULL, NULL, /* begin, end: none */
     0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
     1,          /* packed_min_m: partial tiles compute only their rows */
+    GK_X86_SMALLM_WIDE_MAX, /* smallm_wide_max: the staged small-M path */
 };

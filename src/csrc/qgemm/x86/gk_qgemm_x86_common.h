@@ -109,6 +109,11 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
  * family's smallm_max: up to 16 rows streaming B once beats packing (measured, K = N =
  * 256..4096: M = 16 in about half the packed time). */
 #define GK_X86_SMALLM_MAX 16
+/* ... and of the zmm vpdpbusd families' staged small-M path (gk_qsmallm_quad.inc), their
+ * smallm_wide_max: with K * N >= GK_QGEMM_SMALLM_WIDE_KN it beats packing up to 32 rows
+ * (measured on Zen 4, K = N = 4096: M = 17 1.36x, 24 1.16x, 32 1.15x; K = N = 1024: M = 24
+ * 1.10x, 32 1.07x; but M = 24 at K = N = 256 0.84x). */
+#define GK_X86_SMALLM_WIDE_MAX 32
 
 /* The int32 accumulator rows of the small-M paths: rows x nc_max columns, nc_max a
  * multiple of w.  Wide enough that B is read in long runs per row: a chunk of a few
