@@ -154,8 +154,8 @@ static inline int gk_x86_smallm_need_colsum(const gk_qepi *e, int m)
     return need;
 }
 
-/* The m rows of A for depth [k0, k0 + 4 * ng) as xor'ed bytes, grouped
- * by KS consecutive depth values (zero beyond kreal), into q[i * ng * KS + d - k0]. */
+/* The m rows of A for depth [k0, k0 + nd) as xor'ed bytes (a' = 0 from kreal on), row i
+ * at q[i * nd], any strides. */
 static inline void gk_x86_smallm_gather_a(int m, int kreal, int k0, int nd, const uint8_t *a,
                                           ptrdiff_t rs, ptrdiff_t cs, uint8_t x, uint8_t *q)
 {
@@ -163,6 +163,24 @@ static inline void gk_x86_smallm_gather_a(int m, int kreal, int k0, int nd, cons
         for (int d = 0; d < nd; d++)
             q[i * nd + d] =
                 k0 + d < kreal ? (uint8_t)(a[(ptrdiff_t)i * rs + (ptrdiff_t)(k0 + d) * cs] ^ x) : 0;
+}
+
+/* gk_x86_smallm_gather_a for rows of contiguous bytes (cs == 1), nd a multiple of 16: whole
+ * 16-byte runs where they lie inside the row's kreal bytes, bytes after that. */
+static inline void gk_x86_smallm_copy_a(int m, int kreal, int k0, int nd, const uint8_t *a,
+                                        ptrdiff_t rs, uint8_t x, uint8_t *q)
+{
+    const __m128i xv = _mm_set1_epi8((char)x);
+    const int kv = kreal - k0 < nd ? kreal - k0 : nd, kf = kv / 16 * 16;
+    for (int i = 0; i < m; i++) {
+        const uint8_t *ai = a + (ptrdiff_t)i * rs + k0;
+        uint8_t *qi = q + (ptrdiff_t)i * nd;
+        for (int d = 0; d < kf; d += 16)
+            _mm_storeu_si128((__m128i *)(qi + d),
+                             _mm_xor_si128(_mm_loadu_si128((const __m128i *)(ai + d)), xv));
+        for (int d = kf; d < nd; d++)
+            qi[d] = d < kv ? (uint8_t)(ai[d] ^ x) : 0;
+    }
 }
 
 #endif
