@@ -172,6 +172,14 @@ typedef struct gk_qgemm_kernel {
  * the packed path wins). */
 #define GK_QGEMM_SMALLM_WIDE_KN ((double)(1 << 20))
 
+/* Whether family kern's small-M path takes m rows of a product of depth kd and n columns
+ * (B's layout aside): up to smallm_max rows, or up to smallm_wide_max with a large B. */
+static inline int gk_qgemm_smallm_rows_ok(const gk_qgemm_kernel *kern, int m, int kd, int n)
+{
+    return m <= kern->smallm_max ||
+           (m <= kern->smallm_wide_max && (double)kd * n >= GK_QGEMM_SMALLM_WIDE_KN);
+}
+
 /* The scalar oracle (src/csrc/qgemm/scalar/gk_qgemm_u8s8_scalar.c), always present. */
 extern const gk_qgemm_kernel gk_qgemm_u8s8_scalar;
 

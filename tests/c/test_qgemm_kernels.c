@@ -293,8 +293,7 @@ static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int
                   lb, &c, ax, bx);
         }
     }
-    if (kr->smallm && B.cs == 1 &&
-        (M <= kr->smallm_max || (M <= kr->smallm_wide_max && (double)K * N >= GK_QGEMM_SMALLM_WIDE_KN))) {
+    if (kr->smallm && B.cs == 1 && gk_qgemm_smallm_rows_ok(kr, M, K, N)) {
         memset(y1, 0xCD, ysz);
         run_smallm(kr, M, N, K, &A, ax, &B, bx, &c, y1);
         check(kr->isa, "smallm", memcmp(y0, y1, ysz) == 0, M, N, K, la, lb, &c, ax, bx);

@@ -125,9 +125,8 @@ static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
 
 static int smallm_runs(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
 {
-    const int rows_ok = p->m <= kern->smallm_max ||
-                        (p->m <= kern->smallm_wide_max && (double)p->k * p->n >= GK_QGEMM_SMALLM_WIDE_KN);
-    return kern->smallm != 0 && rows_ok && (p->b_cs == 1 || p->n == 1);
+    return kern->smallm != 0 && gk_qgemm_smallm_rows_ok(kern, p->m, p->k, p->n) &&
+           (p->b_cs == 1 || p->n == 1);
 }
 
 /* The small-M path runs p unless a packed B (bc, when it holds p's B) serves better: from
@@ -682,8 +681,7 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
         return 0;
     /* past smallm_max the small-M path needs a wide B in each column part: else split as
      * a packed product (row parts share one packing of B) */
-    if (smallm && p->m > kern->smallm_max &&
-        (double)p->k * (p->n / threads) < GK_QGEMM_SMALLM_WIDE_KN)
+    if (smallm && !gk_qgemm_smallm_rows_ok(kern, p->m, p->k, p->n / threads))
         smallm = 0;
     threads = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
                                threads, rm == NULL && !smallm, &j.tm, &j.tn);
