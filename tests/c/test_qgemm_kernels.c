@@ -109,13 +109,18 @@ static epi_cfg make_epi(int M, int N, int kind, int pat, int zmode)
     size_t n = (size_t)M * N + 1;
     c.mult = (float *)xmalloc(sizeof(float) * n);
     c.yzp = (int32_t *)xmalloc(sizeof(int32_t) * n);
-    int mstyle = rnd_in(0, 3);
+    int mstyle = rnd_in(0, 4);
     for (size_t i = 0; i < n; i++) {
         float f;
         switch (mstyle) {
         case 0: f = (float)(rnd() % 1000 + 1) * 1e-6f; break;   /* typical requant */
         case 1: f = (rnd() & 1) ? 0.5f : 0.25f; break;           /* exact ties: half-even */
         case 2: f = (rnd() & 1) ? 3.4028235e38f : -3.4028235e38f; break; /* clamp both ways */
+        case 3: /* |Y * mult| up to about 2^55: across 2^51..2^53, where the SIMD epilogues'
+                 * shifter (S = 1.5 * 2^52) no longer rounds exactly and must clamp instead */
+            f = ldexpf(1.0f + (float)(rnd() % 1024) / 1024.0f, rnd_in(12, 24));
+            f = (rnd() & 1) ? f : -f;
+            break;
         default: f = (float)((int)(rnd() % 2001) - 1000) * 1e-4f; break;
         }
         c.mult[i] = f;
