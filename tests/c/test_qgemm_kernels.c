@@ -374,6 +374,15 @@ static void test_family(const gk_qgemm_kernel *kr)
         one_case(kr, m, rnd_in(4000, 9000), rnd_in(20, 70), LAY_ROW, LAY_ROW, 0,
                  (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1),
                  rnd_in(0, 3));
+    /* one row with B's row stride a multiple of 4 KB: the pair families' 8-row passes
+     * (gk_smp_pass_kc), depth tails inside a pass, B upside down and strided */
+    for (int z = 0; z < 4; z++) {
+        one_case(kr, 1, 4096, rnd_in(9, 70), LAY_ROW, z & 1 ? LAY_NEGROW : LAY_ROW, rnd_in(0, 2),
+                 (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), z);
+        one_case(kr, 1, z < 2 ? 8192 : 4096, rnd_in(9, 40), LAY_STRIDED, z < 2 ? LAY_ROW : LAY_STRIDED,
+                 rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
+                 rnd_in(0, N_PAT - 1), z);
+    }
     /* the small-M accumulator chunk (gk_x86_smallm_accbuf: 384 KB of int32 rows) ends
      * inside N: 1 row + column sums = 49152 columns, 16 + 1 rows = 5760 columns */
     for (int z = 1; z <= 2; z++) {
