@@ -252,8 +252,10 @@ def test_errors():
         gk.pack_b(b, "qlinear_matmul", b_zero_point=np.int8(0))
     with pytest.raises(ValueError, match="b_scale"):
         gk.pack_b(b, "matmul_integer", b_scale=np.float32(1))
-    with pytest.raises(ValueError, match="transB"):
-        gk.pack_b(b, "matmul_integer", transB=1)
+    # any transB but 0 on an int8 op names pack_b and the op, not gemm's own check
+    for tb in (1, 2, "x", True):
+        with pytest.raises(ValueError, match="transB is a gemm argument; matmul_integer"):
+            gk.pack_b(b, "matmul_integer", transB=tb)
     with pytest.raises(ValueError, match="gemm has no"):
         gk.pack_b(np.ones((3, 3), np.float32), "gemm", b_zero_point=np.float32(0))
     with pytest.raises(ValueError, match="2-D"):
@@ -274,3 +276,32 @@ def test_errors():
         gk.gemm(np.ones((3, 10), np.float64), pg)
     with pytest.raises(ValueError, match="transB=0"):
         gk.gemm(np.ones((3, 4), np.float32), pg, transB=1)
+
+
+@pytest.mark.parametrize("op", ["matmul_integer", "qlinear_matmul"])
+def test_batched_zero_point_and_scale_accepted_as_by_the_op(op):
+    """A b_zero_point (and b_scale) with batch dims of its own: the op accepts it with a
+    batched A, so pack_b must too, and the pack gives the op's result."""
+    gk = _gk()
+    rng = np.random.default_rng(7)
+    b = rng.integers(-128, 128, (3, 4), dtype=np.int8)
+    a = rng.integers(0, 256, (2, 2, 3), dtype=np.uint8)
+    bzp = rng.integers(-128, 128, (2, 1, 4), dtype=np.int8)
+    if op == "matmul_integer":
+        want = gk.matmul_integer(a, b, None, bzp)
+        assert np.array_equal(want, o.matmul_integer(a, b, None, bzp))
+        pb = gk.pack_b(b, op, b_zero_point=bzp)
+        got = gk.matmul_integer(a, pb)
+    else:
+        bs = (rng.random((2, 1, 4)) + 0.5).astype(np.float32) * 0.01
+        args = (np.float32(0.02), np.uint8(3))
+        tail = (np.float32(0.5), np.uint8(128))
+        want = gk.qlinear_matmul(a, *args, b, bs, bzp, *tail)
+        assert np.array_equal(want, o.qlinear_matmul(a, *args, b, bs, bzp, *tail)[0])
+        pb = gk.pack_b(b, op, b_zero_point=bzp, b_scale=bs)
+        got = gk.qlinear_matmul(a, *args, pb, None, None, *tail)
+    assert got.shape == (2, 2, 4)
+    assert np.array_equal(got, want)
+    # a zero point the op rejects still raises
+    with pytest.raises(ValueError, match="b_zero_point"):
+        gk.pack_b(b, "matmul_integer", b_zero_point=np.zeros((2, 3, 4), np.int8))

@@ -182,6 +182,19 @@ cdef PackedB _pack_gemm_b(cnp.ndarray bb, transB):
     return pk
 
 
+def _pack_probe_batch(*params):
+    """The batch dims (all but the last two) of the N-D ones among params, broadcast
+    together; () when none has any or they do not broadcast (the op's check then
+    reports the shapes)."""
+    shapes = [np.shape(v)[:-2] for v in params if v is not None and np.ndim(v) > 2]
+    if not shapes:
+        return ()
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return ()
+
+
 def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     """Pack B once for many products with the same weights: returns a ``PackedB`` that
     ``op`` accepts in place of B.
@@ -245,25 +258,32 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
         if b_zero_point is not None or b_scale is not None:
             raise ValueError("pack_b: gemm has no b_zero_point or b_scale")
         return _pack_gemm_b(<cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B), transB)
-    if _gemm_flag(transB, "transB") != 0:
-        raise ValueError(f"pack_b: transB is a gemm argument; {op} has none")
+    try:
+        tb_set = _gemm_flag(transB, "transB") != 0
+    except (TypeError, ValueError):  # not 0 either: gemm's own wording would name gemm
+        tb_set = True
+    if tb_set:
+        raise ValueError(f"pack_b: transB is a gemm argument; {op} has none, got {transB!r}")
     cdef cnp.ndarray bb = _arr(B)
     cdef PackedB pk = PackedB.__new__(PackedB)
     cdef Py_ssize_t K = 1, N = 1
     if cnp.PyArray_NDIM(bb) == 0:
         raise ValueError(f"{op}: B must have at least 1 dimension, got shape ()")
     K = bb.shape[cnp.PyArray_NDIM(bb) - 2] if cnp.PyArray_NDIM(bb) >= 2 else bb.shape[0]
-    # the op's own checks, on a one-row A: the same TypeError/ValueError as a call
+    # the op's own checks, on a one-row A: the same TypeError/ValueError as a call.  A
+    # zero point or scale with batch dims of its own (N-D, broadcast with A's and B's)
+    # gives the probe A those batch dims, as a call's A would have them.
+    probe_a = np.zeros(_pack_probe_batch(b_zero_point, b_scale) + (1, K), np.uint8)
     if op == "matmul_integer":
         if b_scale is not None:
             raise ValueError("pack_b: b_scale is a qlinear_matmul argument; matmul_integer "
                              "has none")
-        matmul_integer(np.zeros((1, K), np.uint8), bb, None, b_zero_point)
+        matmul_integer(probe_a, bb, None, b_zero_point)
     else:
         if b_scale is None or b_zero_point is None:
             raise ValueError("pack_b: qlinear_matmul needs b_scale and b_zero_point "
                              "(as the op does)")
-        qlinear_matmul(np.zeros((1, K), np.uint8), np.float32(1), np.uint8(0), bb, b_scale,
+        qlinear_matmul(probe_a, np.float32(1), np.uint8(0), bb, b_scale,
                        b_zero_point, np.float32(1), np.uint8(0))
     pk.op = op
     pk.b = _readonly_copy(bb)
