@@ -332,3 +332,43 @@ def test_set_isa_every_available_then_restore():
             assert gk.cpu_info()["isa"] == name
     finally:
         _core._set_isa(before)
+
+
+def _masked(a, first_masked=True):
+    m = np.zeros(np.shape(a), bool)
+    if first_masked:
+        m.flat[0] = True
+    return np.ma.masked_array(a, mask=m)
+
+
+def test_masked_arrays_with_masked_elements_are_refused():
+    """The ops return plain arrays computed from the data: a mask would be dropped and the
+    masked elements' data used as values, so a masked element is a ValueError naming the
+    argument; a masked array with nothing masked is its data."""
+    gk = _gk()
+    f32 = np.ones((3, 3), np.float32)
+    cases = [
+        ("gemm: A", lambda: gk.gemm(_masked(f32), f32)),
+        ("gemm: B", lambda: gk.gemm(f32, _masked(f32))),
+        ("gemm: C", lambda: gk.gemm(f32, f32, _masked(f32))),
+        ("pack_b: B", lambda: gk.pack_b(_masked(f32), "gemm")),
+        ("pack_b: B", lambda: gk.pack_b(_masked(B()), "matmul_integer")),
+        ("MatMulInteger: A", lambda: gk.matmul_integer(_masked(A()), B())),
+        ("MatMulInteger: B", lambda: gk.matmul_integer(A(), _masked(B()))),
+        ("a_zero_point", lambda: gk.matmul_integer(A(), B(), _masked(np.zeros(3, U8)))),
+        ("b_zero_point", lambda: gk.matmul_integer(A(), B(), None, _masked(np.zeros(5, S8)))),
+        ("QLinearMatMul: a", lambda: gk.qlinear_matmul(_masked(A()), 1.0, U8(0), B(), 1.0, S8(0),
+                                                       1.0, U8(0))),
+        ("b_scale", lambda: gk.qlinear_matmul(A(), 1.0, U8(0), B(), _masked(np.ones(5, np.float32)),
+                                              S8(0), 1.0, U8(0))),
+        ("y_zero_point", lambda: gk.qlinear_matmul(A(), 1.0, U8(0), B(), 1.0, S8(0), 1.0,
+                                                   _masked(np.zeros(5, U8)))),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError, match=re.escape(name) + " is a masked array with 1 masked"):
+            call()
+    # nothing masked: the data, as a plain ndarray
+    y = gk.gemm(_masked(f32, False), f32)
+    assert type(y) is np.ndarray and np.array_equal(y, f32 @ f32)
+    yi = gk.matmul_integer(_masked(A(), False), B())
+    assert type(yi) is np.ndarray and np.array_equal(yi, o.matmul_integer(A(), B()))

@@ -257,14 +257,15 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     if op == "gemm":
         if b_zero_point is not None or b_scale is not None:
             raise ValueError("pack_b: gemm has no b_zero_point or b_scale")
-        return _pack_gemm_b(<cnp.ndarray>B if cnp.PyArray_Check(B) else np.asarray(B), transB)
+        return _pack_gemm_b(<cnp.ndarray>_check_unmasked(B, "pack_b: B") if cnp.PyArray_Check(B)
+                            else np.asarray(B), transB)
     try:
         tb_set = _gemm_flag(transB, "transB") != 0
     except (TypeError, ValueError):  # not 0 either: gemm's own wording would name gemm
         tb_set = True
     if tb_set:
         raise ValueError(f"pack_b: transB is a gemm argument; {op} has none, got {transB!r}")
-    cdef cnp.ndarray bb = _arr(B)
+    cdef cnp.ndarray bb = _arr(B, "pack_b: B")
     cdef PackedB pk = PackedB.__new__(PackedB)
     cdef Py_ssize_t K = 1, N = 1
     if cnp.PyArray_NDIM(bb) == 0:

@@ -67,9 +67,27 @@ cdef inline bint _is_int8(int qt):
     return qt == GK_QT_U8 or qt == GK_QT_S8
 
 
-cdef inline cnp.ndarray _arr(x):
+_MASKED_ARRAY = np.ma.MaskedArray
+
+
+cdef object _check_unmasked(object x, str name):
+    """x itself; ValueError if it is a NumPy masked array with a masked element: the ops
+    compute on plain data and return plain arrays, so the mask would be dropped silently
+    (the masked elements' data used as values).  Plain ndarrays return at once."""
+    if cnp.PyArray_CheckExact(x) or not cnp.PyArray_Check(x):
+        return x
+    if isinstance(x, _MASKED_ARRAY) and np.ma.is_masked(x):
+        n_masked = str(np.ma.count_masked(x))
+        arg = name.rpartition(": ")[2]
+        raise ValueError(name + " is a masked array with " + n_masked + " masked element(s) "
+                         "of " + str(np.size(x)) + "; gemmkit does not carry masks: pass "
+                         + arg + ".filled(value) or " + arg + ".data")
+    return x
+
+
+cdef inline cnp.ndarray _arr(x, str name):
     if cnp.PyArray_Check(x):
-        return <cnp.ndarray>x
+        return <cnp.ndarray>_check_unmasked(x, name)
     return np.asarray(x)
 
 
@@ -121,7 +139,7 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
         r.value = <uint8_t>(z & 0xff)
         r.ndim = -1
         return r
-    za = _arr(z)
+    za = _arr(z, name)
     r.ndim = cnp.PyArray_NDIM(za)
     if cnp.PyArray_TYPE(za) != tt:
         raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
@@ -183,7 +201,7 @@ cdef _Small _scale(s, str name, bint is_y):
         r.fvalue = _check_scale_value(<float>_py_real(s, name), name, is_y)
         r.ndim = -1
         return r
-    sa = _arr(s)
+    sa = _arr(s, name)
     r.ndim = cnp.PyArray_NDIM(sa)
     t = cnp.PyArray_TYPE(sa)
     if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:

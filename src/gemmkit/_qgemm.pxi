@@ -169,7 +169,7 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
         pk = <PackedB>B
         pk._check_call("matmul_integer", b_zero_point=b_zero_point)
         B, b_zero_point = pk.b, pk.b_zero_point
-    cdef cnp.ndarray a = _arr(A), b = _arr(B)
+    cdef cnp.ndarray a = _arr(A, "MatMulInteger: A"), b = _arr(B, "MatMulInteger: B")
     cdef int ta = _qtype(a), tb = _qtype(b)
     if not _is_int8(ta):
         raise TypeError(f"MatMulInteger: A must be {_INT8_NAMES}, got {a.dtype}")
@@ -286,7 +286,7 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
         pk = <PackedB>b
         pk._check_call("qlinear_matmul", b_scale=b_scale, b_zero_point=b_zero_point)
         b, b_scale, b_zero_point = pk.b, pk.b_scale, pk.b_zero_point
-    cdef cnp.ndarray aa = _arr(a), bb = _arr(b)
+    cdef cnp.ndarray aa = _arr(a, "QLinearMatMul: a"), bb = _arr(b, "QLinearMatMul: b")
     cdef int ta = _qtype(aa), tb = _qtype(bb), ty, ynum
     if ta == _QT_NONE:
         raise TypeError(f"QLinearMatMul: a must be {_Q_NAMES}, got {aa.dtype}")
@@ -298,7 +298,7 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
         ynum = _scalar_typenum(y_zero_point)
         ydt = y_zero_point.dtype
     else:
-        y_zero_point = _arr(y_zero_point)
+        y_zero_point = _arr(y_zero_point, "y_zero_point")
         ynum = cnp.PyArray_TYPE(<cnp.ndarray>y_zero_point)
         ydt = y_zero_point.dtype
     ty = _qtype_num(ynum)
