@@ -112,6 +112,28 @@ def test_small_m_b_at_every_alignment(isa, offset):
                                                   err_msg=str((m, n, offset, zps)))
 
 
+@pytest.mark.parametrize("n", [2048, 3072, 4096])
+def test_small_m_at_cache_set_strides_exact(isa, n):
+    """B rows a multiple of 2 KB apart (and 3 KB, not): the pair families' 8-row passes and
+    row groups of at most 8 (gk_qsmallm_pair.inc), with per-row zero points, per-row
+    QLinearMatMul scales and zero points (each group's epilogue rows), depth tails."""
+    gk = pytest.importorskip("gemmkit")
+    rng = np.random.default_rng(n)
+    for m in (1, 2, 4, 8, 9, 12, 16):
+        k = 37
+        a = rand_extreme(rng, (m, k), U8)
+        b = rng.integers(-128, 128, (k, n)).astype(S8)
+        azp = rng.integers(0, 256, (m,)).astype(U8)
+        np.testing.assert_array_equal(gk.matmul_integer(a, b, azp, np.int8(-3)),
+                                      o.matmul_integer(a, b, azp, np.int8(-3)), err_msg=str(m))
+        sa = (rng.random(m) * 0.02 + 0.001).astype(np.float32)
+        sy = (rng.random((m, 1)) + 0.5).astype(np.float32)
+        yzp = rng.integers(0, 256, (m, 1)).astype(U8)
+        args = (a, sa, azp, b, np.float32(0.01), np.int8(2), sy, yzp)
+        np.testing.assert_array_equal(gk.qlinear_matmul(*args), o.qlinear_matmul(*args)[0],
+                                      err_msg=str(m))
+
+
 @pytest.mark.parametrize("m", [9, 10, 13, 16, 17, 27, 32, 33])
 def test_small_m_with_a_large_b_exact(isa, m):
     """Many rows and K * N >= 1 MiB: the zmm families' staged small-M path (128-row depth

@@ -104,6 +104,23 @@ static inline int32_t *gk_qepi_part_at(const gk_qepi *e, int m, int n)
     return e->part + (ptrdiff_t)(m - e->part_m0) * e->part_ld + (n - e->part_n0);
 }
 
+/* The epilogue of rows [r0, ..) of e's output as rows [0, ..) of its own (every per-row
+ * array and the output advanced r0 rows; columns, K and any partial sums unchanged, so
+ * only for part_mode NONE).  For kernels that run a product's rows in groups. */
+static inline gk_qepi gk_qepi_rows_from(const gk_qepi *e, int r0)
+{
+    gk_qepi s = *e;
+    const size_t esz = e->kind == GK_QOUT_I32 ? sizeof(int32_t) : 1;
+    s.a_rowsum = e->a_rowsum + r0;
+    s.a_zp = e->a_zp + r0;
+    if (e->mult)
+        s.mult = e->mult + (ptrdiff_t)r0 * e->mult_rs;
+    if (e->y_zp)
+        s.y_zp = e->y_zp + (ptrdiff_t)r0 * e->yzp_rs;
+    s.y = (char *)e->y + (ptrdiff_t)r0 * e->ldy * (ptrdiff_t)esz;
+    return s;
+}
+
 /* Packing functions.  Strides are in BYTES and may be negative or zero.
  * pack_a: rows [0, mc) x cols [0, k) of A (first element at `a`), xor'ed with a_xor, into
  *   ceil(mc/mr) panels of mr rows, each panel kp = round_up(k, kstep) deep; padding rows

@@ -383,6 +383,13 @@ static void test_family(const gk_qgemm_kernel *kr)
                  rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
                  rnd_in(0, N_PAT - 1), z);
     }
+    /* 9..16 rows with B's row stride a multiple of 2 KB: the pair families run the rows in
+     * groups of at most 8, each with its rows' epilogue (gk_qepi_rows_from): per-row
+     * multipliers / zero points, every output kind, A gathered or strided, B upside down */
+    for (int m = 9; m <= 16; m++)
+        one_case(kr, m, m % 2 ? 2048 : 4096, rnd_in(9, 40), m % 3 == 0 ? LAY_ROW : m % 3 == 1 ? LAY_COL : LAY_STRIDED,
+                 m % 4 < 2 ? LAY_ROW : LAY_NEGROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
+                 (rnd() & 1) ? 0x80 : 0, m % 3, rnd_in(0, N_PAT - 1), m % 4);
     /* the small-M accumulator chunk (gk_x86_smallm_accbuf: 384 KB of int32 rows) ends
      * inside N: 1 row + column sums = 49152 columns, 16 + 1 rows = 5760 columns */
     for (int z = 1; z <= 2; z++) {
