@@ -94,9 +94,9 @@ static epi_cfg make_epi(int M, int N, int kind, int pat, int zmode)
     c.za = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)M);
     c.zb = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)N);
     for (int i = 0; i < M; i++)
-        c.za[i] = zmode == 0 ? 0 : zmode == 1 ? rnd_in(0, 383) : (int32_t)rnd();
+        c.za[i] = zmode == 0 ? 0 : zmode == 1 ? rnd_in(0, 383) : zmode == 4 ? rnd_in(0, 255) : (int32_t)rnd();
     for (int j = 0; j < N; j++)
-        c.zb[j] = zmode == 0 ? rnd_in(-255, 127) : zmode == 1 ? rnd_in(-255, 127) : (int32_t)rnd();
+        c.zb[j] = zmode == 0 || zmode == 1 || zmode == 4 ? rnd_in(-255, 127) : (int32_t)rnd();
     if (zmode == 3) { /* one za, one zb: per-tensor zero points, the separable correction */
         const int wide = (int)(rnd() & 1);
         const int32_t a0 = wide ? (int32_t)rnd() : rnd_in(0, 383);
@@ -390,6 +390,13 @@ static void test_family(const gk_qgemm_kernel *kr)
         one_case(kr, m, m % 2 ? 2048 : 4096, rnd_in(9, 40), m % 3 == 0 ? LAY_ROW : m % 3 == 1 ? LAY_COL : LAY_STRIDED,
                  m % 4 < 2 ? LAY_ROW : LAY_NEGROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
                  (rnd() & 1) ? 0x80 : 0, m % 3, rnd_in(0, N_PAT - 1), m % 4);
+    /* per-row zero points all in [0, 255] (as the driver's always are): the pair families
+     * fold them into A instead of a column-sum row (gk_smp_fold_ok), every row count,
+     * both B signs, every output kind, depth tails; za up to 383 above keeps the other */
+    for (int m = 1; m <= 17; m++)
+        one_case(kr, m, rnd_in(60, 300), rnd_in(1, 90), m % 2 ? LAY_ROW : LAY_COL, LAY_ROW, rnd_in(0, 2),
+                 (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, m % 3, rnd_in(0, N_PAT - 1), 4);
+    one_case(kr, 3, 40, 70003, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_I32, 0, 4); /* wraps */
     /* the small-M accumulator chunk (gk_x86_smallm_accbuf: 384 KB of int32 rows) ends
      * inside N: 1 row + column sums = 49152 columns, 16 + 1 rows = 5760 columns */
     for (int z = 1; z <= 2; z++) {
