@@ -103,7 +103,23 @@ cdef class _Small:
     cdef int ndim      # -1 for a Python int/float (no shape of its own)
 
 
+# NumPy scalar types of the per-call fast paths, looked up once (a module attribute lookup
+# and PyArray_DescrFromScalar's walk over NumPy's scalar types were a third of a small
+# QLinearMatMul call's argument handling)
+cdef object _NP_GENERIC = np.generic
+cdef object _NP_U8 = np.uint8, _NP_I8 = np.int8, _NP_F32 = np.float32, _NP_F16 = np.float16
+
+
 cdef inline int _scalar_typenum(x):
+    cdef object t = type(x)
+    if t is _NP_U8:
+        return cnp.NPY_UINT8
+    if t is _NP_I8:
+        return cnp.NPY_INT8
+    if t is _NP_F32:
+        return cnp.NPY_FLOAT32
+    if t is _NP_F16:
+        return cnp.NPY_FLOAT16
     cdef cnp.dtype d = cnp.PyArray_DescrFromScalar(x)
     return d.type_num
 
@@ -116,7 +132,7 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
     r.orig = z
     r.ptr = &r.value
     r.ndim = 0
-    if isinstance(z, np.generic):
+    if isinstance(z, _NP_GENERIC):
         if _scalar_typenum(z) != tt:
             raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
                             f"got {z.dtype}")
@@ -181,7 +197,7 @@ cdef _Small _scale(s, str name, bint is_y):
     r.orig = s
     r.ptr = &r.fvalue
     r.ndim = 0
-    if isinstance(s, np.generic):  # before float: np.float64 is a float subclass
+    if isinstance(s, _NP_GENERIC):  # before float: np.float64 is a float subclass
         t = _scalar_typenum(s)
         if t == cnp.NPY_FLOAT32:
             cnp.PyArray_ScalarAsCtype(s, &r.fvalue)

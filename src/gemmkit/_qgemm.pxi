@@ -294,7 +294,7 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
         raise TypeError(f"QLinearMatMul: b must be {_Q_NAMES}, got {bb.dtype}")
     cdef _Small azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(aa), aa.dtype, "a_zero_point", "a")
     cdef _Small bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(bb), bb.dtype, "b_zero_point", "b")
-    if isinstance(y_zero_point, np.generic):
+    if isinstance(y_zero_point, _NP_GENERIC):
         ynum = _scalar_typenum(y_zero_point)
         ydt = y_zero_point.dtype
     else:
