@@ -246,6 +246,11 @@ def test_errors():
     a = np.ones((3, 10), np.uint8)
     with pytest.raises(ValueError, match="op must be one of"):
         gk.pack_b(b, "matmul")
+    # only pack_b makes one: a PackedB with no B behind it is never built
+    for make in (lambda: gk.PackedB(), lambda: gk.PackedB.__new__(gk.PackedB),
+                 lambda: gk.PackedB.__new__(gk.PackedB, object())):
+        with pytest.raises(TypeError, match="made by gemmkit.pack_b"):
+            make()
     with pytest.raises(TypeError, match="B must be"):
         gk.pack_b(np.ones((10, 4), np.float32), "matmul_integer")
     with pytest.raises(ValueError, match="b_scale"):

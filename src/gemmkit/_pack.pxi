@@ -20,6 +20,9 @@ cdef object _readonly_copy(x):
     return a
 
 
+cdef object _PACK_TOKEN = object()  # see PackedB.__cinit__
+
+
 cdef class PackedB:
     """B packed once for repeated products with the same weights; made by
     ``gemmkit.pack_b`` (calling ``PackedB(...)`` raises TypeError).
@@ -66,8 +69,11 @@ cdef class PackedB:
     cdef Py_ssize_t _nmat              # int8: B matrices packed one after another (batched B)
     cdef ptrdiff_t _b_rs, _b_cs        # gemm: B' strides (bytes) as packed
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
+    def __cinit__(self, *args, **kwargs):
+        # only pack_b (passing the module's private token) makes one: a PackedB built any
+        # other way (PackedB(...), PackedB.__new__(PackedB)) would have no B behind it
+        if len(args) != 1 or args[0] is not _PACK_TOKEN or kwargs:
+            raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
 
     @property
     def nbytes(self):
@@ -143,7 +149,7 @@ cdef PackedB _pack_gemm_b(cnp.ndarray bb, transB):
         raise ValueError(f"gemm: B must be 2-D, got shape {(<object>bb).shape}")
     cdef Py_ssize_t K = cnp.PyArray_DIM(bb, tb)
     gemm(np.zeros((1, K), (<object>bb).dtype), bb, transB=tb)  # the op's own checks
-    cdef PackedB pk = PackedB.__new__(PackedB)
+    cdef PackedB pk = PackedB.__new__(PackedB, _PACK_TOKEN)
     pk.op = "gemm"
     pk.b = _readonly_copy(bb)
     pk.b_zero_point = None
@@ -266,7 +272,7 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     if tb_set:
         raise ValueError(f"pack_b: transB is a gemm argument; {op} has none, got {transB!r}")
     cdef cnp.ndarray bb = _arr(B, "pack_b: B")
-    cdef PackedB pk = PackedB.__new__(PackedB)
+    cdef PackedB pk = PackedB.__new__(PackedB, _PACK_TOKEN)
     cdef Py_ssize_t K = 1, N = 1
     if cnp.PyArray_NDIM(bb) == 0:
         raise ValueError(f"{op}: B must have at least 1 dimension, got shape ()")
