@@ -684,10 +684,10 @@ def test_set_num_threads_returns_previous_and_validates():
         assert gk.set_num_threads(5) == 3
         assert gk.set_num_threads(np.int64(2)) == 5  # integer-like (__index__) accepted
         assert gk.get_num_threads() == 2
-        for bad in (1.5, True, False, "2", None, 2.0):
-            with pytest.raises(TypeError):
+        for bad in (1.5, True, False, "2", None, 2.0, np.array([2]), np.array([1, 2])):
+            with pytest.raises(TypeError, match=r"set_num_threads\(n\): expected an int"):
                 gk.set_num_threads(bad)
-            with pytest.raises(TypeError):
+            with pytest.raises(TypeError, match=r"threads\(n\): expected an int"):
                 with gk.threads(bad):
                     pass
         for bad in (0, -1, _core._MAX_THREADS + 1):

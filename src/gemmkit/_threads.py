@@ -116,7 +116,11 @@ def _initial_setting() -> tuple[int, str]:
 def _check_count(n: object, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, SupportsIndex):
         raise TypeError(f"{what}: expected an int >= 1, got {type(n).__name__}")
-    count = int(n.__index__())
+    try:
+        count = int(n.__index__())
+    except TypeError:  # e.g. a 1-element array: NumPy's own message names no argument
+        raise TypeError(f"{what}: expected an int >= 1, got {type(n).__name__} "
+                        f"{n!r:.40}") from None
     if count < 1:
         raise ValueError(f"{what}: expected an int >= 1, got {count}")
     if count > _core._MAX_THREADS:
