@@ -75,6 +75,9 @@ cdef class PackedB:
         if len(args) != 1 or args[0] is not _PACK_TOKEN or kwargs:
             raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
 
+    def __init__(self, *args, **kwargs):  # reached only through PackedB(...), refused above
+        raise TypeError("PackedB objects are made by gemmkit.pack_b(...)")
+
     @property
     def nbytes(self):
         """Bytes this pack owns (int): the canonical copies of B and of its zero point and
