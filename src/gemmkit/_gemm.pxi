@@ -419,8 +419,8 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     cdef int rc
     cdef object tc
 
-    a = <cnp.ndarray>_check_unmasked(A, "gemm: A") if cnp.PyArray_Check(A) else np.asarray(A)
-    b = <cnp.ndarray>_check_unmasked(B, "gemm: B") if cnp.PyArray_Check(B) else np.asarray(B)
+    a = _arr(A, "gemm: A")
+    b = _arr(B, "gemm: B")
 
     # ---- dtypes (TypeError) ----
     dt = _gemm_dtype(a)
@@ -436,7 +436,7 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     _gemm_real(beta, "beta", dt >= GK_DT_I32, &rb)
     if C is not None:
         if cnp.PyArray_Check(C):
-            c = <cnp.ndarray>_check_unmasked(C, "gemm: C")
+            c = _arr(C, "gemm: C")
         else:
             tc = type(C)
             if tc is float or tc is int or tc is bool:

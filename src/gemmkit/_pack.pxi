@@ -266,8 +266,7 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     if op == "gemm":
         if b_zero_point is not None or b_scale is not None:
             raise ValueError("pack_b: gemm has no b_zero_point or b_scale")
-        return _pack_gemm_b(<cnp.ndarray>_check_unmasked(B, "pack_b: B") if cnp.PyArray_Check(B)
-                            else np.asarray(B), transB)
+        return _pack_gemm_b(_arr(B, "pack_b: B"), transB)
     try:
         tb_set = _gemm_flag(transB, "transB") != 0
     except (TypeError, ValueError):  # not 0 either: gemm's own wording would name gemm

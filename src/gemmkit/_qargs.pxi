@@ -70,24 +70,27 @@ cdef inline bint _is_int8(int qt):
 _MASKED_ARRAY = np.ma.MaskedArray
 
 
-cdef object _check_unmasked(object x, str name):
-    """x itself; ValueError if it is a NumPy masked array with a masked element: the ops
-    compute on plain data and return plain arrays, so the mask would be dropped silently
-    (the masked elements' data used as values).  Plain ndarrays return at once."""
-    if cnp.PyArray_CheckExact(x) or not cnp.PyArray_Check(x):
-        return x
+cdef int _refuse_masked(object x, str name) except -1:
+    """ValueError if x (an ndarray subclass) is a NumPy masked array with a masked element:
+    the ops compute on plain data and return plain arrays, so the mask would be dropped
+    silently (the masked elements' data used as values)."""
     if isinstance(x, _MASKED_ARRAY) and np.ma.is_masked(x):
         n_masked = str(np.ma.count_masked(x))
         arg = name.rpartition(": ")[2]
         raise ValueError(name + " is a masked array with " + n_masked + " masked element(s) "
                          "of " + str(np.size(x)) + "; gemmkit does not carry masks: pass "
                          + arg + ".filled(value) or " + arg + ".data")
-    return x
+    return 0
 
 
 cdef inline cnp.ndarray _arr(x, str name):
+    """x as an ndarray: itself when it is one (a subclass after _refuse_masked), else
+    np.asarray(x).  name: the argument, for messages."""
+    if cnp.PyArray_CheckExact(x):
+        return <cnp.ndarray>x
     if cnp.PyArray_Check(x):
-        return <cnp.ndarray>_check_unmasked(x, name)
+        _refuse_masked(x, name)
+        return <cnp.ndarray>x
     return np.asarray(x)
 
 
