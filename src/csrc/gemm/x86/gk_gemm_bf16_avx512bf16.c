@@ -10,26 +10,17 @@
  * odd first: the same float32 accumulation bound (gamma_K * sum |a||b|), one RNE rounding
  * to bfloat16 at the end (gk_gemm_epilogue_bf16, shared with the scalar family).
  *
- * The guard (accepts, run by gk_gemm_run before anything else).  DAZ/FTZ could break that
- * bound on hostile inputs: a denormal input (exponent field 0, nonzero) would be read as
- * zero, and a product or running sum below 2**-126 would be flushed.  The family declines
- * the call -- the next family of the bfloat16 row (the widening float32 one) runs it, so
- * the result is that family's bit for bit -- when
- *   - A' or B' holds a bfloat16 denormal, or
- *   - eA + eB < -112, where eA (eB) is the smallest unbiased exponent of a nonzero finite
- *     element of A' (B').
- * Why -112 suffices: a nonzero bfloat16 x is an integer multiple of 2**(e(x) - 7), so
- * every product of A' and B' elements is a multiple of g = 2**(eA + eB - 14), and so is
- * every sum of them; rounding to float32 keeps a multiple of g one (it only ever rounds
- * to a coarser grid).  Every nonzero product and running sum is thus at least g >=
- * 2**-126 in magnitude: normal, never flushed.  (Infinities and NaN only make their
- * exponent large; they propagate per IEEE as in the float32 path.)  The scan reads each
- * element of A' and B' once (32 per vector for contiguous rows or columns), O(MK + KN)
- * against the product's O(MNK).  Typical data (weights, activations: exponents above
- * -40) always passes.  Small calls are not declined: scan and packing included, this
- * family took at most the float32 avx512 family's time on float32 copies of the same
- * data from 8^3 up (Zen 4: 8^3 0.50 vs 0.47 us, 16^3 0.78 vs 0.84, 64^3 5.9 vs 6.9),
- * a lower bound for any widening bfloat16 family.
+ * The guard (accepts, run by gk_gemm_run before anything else): DAZ/FTZ could break that
+ * bound on hostile inputs, so the family declines a call where A' or B' holds a bfloat16
+ * denormal or their smallest exponents could make a product or partial sum denormal
+ * (gk_bf16dot_no_flush, gk_gemm_bf16dot_guard.h; the rounding is to nearest, so an
+ * overflow gives infinity as in the float32 path: no bound on the largest exponents).
+ * The next family of the bfloat16 row (the widening float32 one) then runs it, so the
+ * result is that family's bit for bit.  Typical data always passes.  Small calls are not
+ * declined: scan and packing included, this family took at most the float32 avx512
+ * family's time on float32 copies of the same data from 8^3 up (Zen 4: 8^3 0.50 vs
+ * 0.47 us, 16^3 0.78 vs 0.84, 64^3 5.9 vs 6.9), a lower bound for any widening bfloat16
+ * family.
  *
  * Blocking: tile 14 x 32 (28 zmm accumulators).  KC = 1024 (even, so only a product's
  * last K block can be odd), not the L1 formula's 512: the k-loop needs 184 bytes of
@@ -53,6 +44,7 @@
 #include <string.h>
 
 #include "core/gk_compiler.h"
+#include "gemm/gk_gemm_bf16dot_guard.h"
 #include "gemmkit/gk_gemm.h"
 
 #define MR 14
@@ -392,9 +384,8 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
 
 /* ---- the guard ------------------------------------------------------------------------------ */
 
-/* min over the elements x of a rows x cols bfloat16 matrix (element (r, c) at
- * p + r*rs + c*cs bytes) of ((x & 0x7fff) - 1) mod 2**16: zeros map to 0xffff (ignored),
- * a denormal to < 0x7f, a normal with exponent field E to [E*128 - 1, E*128 + 126]. */
+/* gk_bf16_span.lo (gk_gemm_bf16dot_guard.h) of a rows x cols bfloat16 matrix, element
+ * (r, c) at p + r*rs + c*cs bytes. */
 static unsigned scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t rows,
                          ptrdiff_t cols)
 {
@@ -428,32 +419,19 @@ static unsigned scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t ro
             best = lane[i] < best ? lane[i] : best;
         return best;
     }
-    for (ptrdiff_t r = 0; r < rows; r++)
-        for (ptrdiff_t c = 0; c < cols; c++) {
-            const unsigned v = ((ld16(p + r * rs + c * cs) & 0x7fffu) - 1u) & 0xffffu;
-            best = v < best ? v : best;
-        }
-    return best;
+    {
+        gk_bf16_span s = GK_BF16_SPAN_EMPTY;
+        gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
+        return s.lo;
+    }
 }
-
-/* Sum of the two smallest exponent FIELDS (biased, 1..254) below which the family
- * declines: eA + eB >= -112 unbiased  <=>  EA + EB >= 2*127 - 112 = 142. */
-#define BF16DOT_MIN_EXP_SUM 142
 
 static int accepts(const struct gk_gemm_args *g)
 {
-    unsigned ma, mb;
     if (g->m == 0 || g->n == 0 || g->k == 0)
         return 1; /* no product at all */
-    ma = scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k);
-    if (ma < 0x7f)
-        return 0; /* a denormal in A' */
-    mb = scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n);
-    if (mb < 0x7f)
-        return 0; /* a denormal in B' */
-    /* (m + 1) >> 7: the smallest exponent field of a nonzero element; 512 when all are
-     * zero (no nonzero product: nothing to flush) */
-    return ((ma + 1) >> 7) + ((mb + 1) >> 7) >= BF16DOT_MIN_EXP_SUM;
+    return gk_bf16dot_no_flush(scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k),
+                               scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n));
 }
 
 const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
