@@ -138,6 +138,8 @@ ARM64_GROUPS = [
     ("neon", "src/csrc/*/arm/*_neon.c", [], []),
     ("neondot", "src/csrc/*/arm/*_neondot.c", ["-march=armv8.2-a+dotprod"], None),
     ("i8mm", "src/csrc/*/arm/*_i8mm.c", ["-march=armv8.2-a+dotprod+i8mm"], None),
+    # the neon group + BFMMLA (no ISA level of its own: its Gemm entry names the feature)
+    ("neonbf16", "src/csrc/*/arm/*_neonbf16.c", ["-march=armv8.2-a+bf16"], None),
 ]
 # The baseline C files of every engine (no ISA flags).
 BASELINE_GLOB = "src/csrc/*/*.c"
@@ -240,6 +242,17 @@ int gk_probe(const uint8_t *p, const int8_t *q)
 {
     int32x4_t acc = vusmmlaq_s32(vdupq_n_s32(0), vld1q_u8(p), vld1q_s8(q));
     return vgetq_lane_s32(acc, 0);
+}
+""",
+    "neonbf16": """#include <arm_neon.h>
+#ifndef __ARM_FEATURE_BF16_VECTOR_ARITHMETIC
+#error "no FEAT_BF16 (__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) under these flags"
+#endif
+float gk_probe(const float *o, const uint16_t *p)
+{
+    float32x4_t acc = vbfmmlaq_f32(vld1q_f32(o), vreinterpretq_bf16_u16(vld1q_u16(p)),
+                                   vreinterpretq_bf16_u16(vld1q_u16(p + 8)));
+    return vgetq_lane_f32(acc, 0);
 }
 """,
 }

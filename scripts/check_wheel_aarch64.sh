@@ -31,7 +31,8 @@
 #                 tests/test_matmul_integer.py (MatMulInteger on every int8 path: scalar,
 #                 neon, neondot, i8mm), tests/test_qlinear_matmul.py (QLinearMatMul, the same
 #                 paths and the requantization epilogue), tests/test_gemm_simd.py (the NEON
-#                 Gemm families of every type against scalar), tests/test_installed.py.
+#                 Gemm families of every type against scalar), tests/test_gemm_bf16dot.py
+#                 (the BFMMLA bfloat16 family and its guard), tests/test_installed.py.
 # Usage: bash scripts/check_wheel_aarch64.sh    (x86_64 Debian 12 / Ubuntu; apt-get and PyPI)
 # Environment: PYTHON                 host interpreter (default: python, if it is the
 #                                     distribution's arm64 Python version, else python3.X)
@@ -43,7 +44,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 W=${GK_WHEEL_AARCH64_WORK:-$ROOT/build/wheel-check-aarch64}
 SCALE=${GEMMKIT_TEST_EXAMPLES_SCALE:-0.25}
-TESTS=${GK_AARCH64_TESTS:-tests/test_matmul_integer.py tests/test_qlinear_matmul.py tests/test_gemm_simd.py tests/test_installed.py}
+TESTS=${GK_AARCH64_TESTS:-tests/test_matmul_integer.py tests/test_qlinear_matmul.py tests/test_gemm_simd.py tests/test_gemm_bf16dot.py tests/test_installed.py}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 . scripts/wheel_checks.sh # step, pipq, logged, check_manylinux_tag, extract_core_so (cwd: the repository)
 SUDO=""

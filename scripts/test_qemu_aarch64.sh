@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Cross-compiles the C kernel tests for ARM64 and runs them under qemu-user on two CPUs:
-#   -cpu cortex-a72  AdvSIMD only: must select "neon" and report no dotprod / i8mm
-#   -cpu max         dotprod + i8mm: must select "i8mm"; the harness tests all three
+#   -cpu cortex-a72  AdvSIMD only: must select "neon" and report no dotprod / i8mm / bf16
+#   -cpu max         dotprod + i8mm + bf16: must select "i8mm"; the harness tests all three
+#                    int8 paths, and the bfloat16 BFMMLA family (neonbf16) must run
 # The int8 harness (GK_TEST_SRC) tests every usable int8 family; the Gemm harness
 # (tests/c/test_gemm_kernels.c) every usable Gemm family of every type, and must show the
 # NEON families of every type that has one run and pass on both CPUs.
 # Each source group gets the flags setup.py gives it (python setup.py print-isa-groups) (only *_neondot.c / *_i8mm.c get
-# -march=...+dotprod / +i8mm; the scalar oracle is built without auto-vectorisation).
+# -march=...+dotprod / +i8mm, *_neonbf16.c +bf16; the scalar oracle is built without
+# auto-vectorisation).
 # Run from the repository root.  Exits non-zero on any build or test failure.
 # Environment: GK_TEST_SRC   harness source (default tests/c/test_qgemm_kernels.c)
 #              GK_QEMU_CPUS  CPUs to run (default "cortex-a72 max")
@@ -42,7 +44,7 @@ fi
 rm -rf "$BUILD"
 mkdir -p "$BUILD"
 BASE=(-O3 -std=gnu99 -Werror=implicit-function-declaration -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Iinclude -Isrc/csrc
-      -DGK_HAVE_NEON=1 -DGK_HAVE_NEONDOT=1 -DGK_HAVE_I8MM=1)
+      -DGK_HAVE_NEON=1 -DGK_HAVE_NEONDOT=1 -DGK_HAVE_I8MM=1 -DGK_HAVE_NEONBF16=1)
 objs=()
 compile() { # compile <flags...> -- <sources...>
     local flags=()
@@ -89,14 +91,15 @@ for cpu in $CPUS; do
     feats=$(sed -n 's/^features=\([^ ]*\).*/\1/p' <<<"$rep")
     case "$cpu" in
     cortex-a72 | cortex-a53 | cortex-a57)
-        if [ "$active" != neon ] || grep -qE 'dotprod|i8mm' <<<"$feats"; then
-            echo "FAIL: $cpu must select neon and report neither dotprod nor i8mm" >&2
+        if [ "$active" != neon ] || grep -qE 'dotprod|i8mm|bf16' <<<"$feats"; then
+            echo "FAIL: $cpu must select neon and report none of dotprod, i8mm, bf16" >&2
             status=1
         fi
         ;;
     max)
-        if [ "$active" != i8mm ] || ! grep -q dotprod <<<"$feats" || ! grep -q i8mm <<<"$feats"; then
-            echo "FAIL: $cpu must report dotprod + i8mm and select i8mm" >&2
+        if [ "$active" != i8mm ] || ! grep -q dotprod <<<"$feats" || ! grep -q i8mm <<<"$feats" ||
+            ! grep -q bf16 <<<"$feats"; then
+            echo "FAIL: $cpu must report dotprod + i8mm + bf16 and select i8mm" >&2
             status=1
         fi
         ;;
@@ -114,6 +117,16 @@ for cpu in $CPUS; do
         ran=$(grep -cE '^ +[a-z0-9]+ +neon .*[1-9][0-9]* cases, ok$' <<<"$out" || true)
         if [ "$ran" -ne "$neon_gemm" ]; then
             echo "FAIL: $ran NEON Gemm families ran under -cpu $cpu, gk_gemm.h declares $neon_gemm" >&2
+            status=1
+        fi
+        # the BFMMLA family: runs (its guard accepting most cases) where the CPU has bf16
+        if grep -q bf16 <<<"$feats"; then
+            bfmmla='^ +bfloat16 +neonbf16 .*[1-9][0-9]* cases \([0-9]+ declined\), ok$'
+        else
+            bfmmla='^ +bfloat16 +neonbf16 not usable'
+        fi
+        if ! grep -qE "$bfmmla" <<<"$out"; then
+            echo "FAIL: the neonbf16 family under -cpu $cpu: expected a line matching $bfmmla" >&2
             status=1
         fi
     fi

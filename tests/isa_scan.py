@@ -92,7 +92,7 @@ CLASSIFIERS = {"x86": x86_offence, "arm64": arm64_offence}
 EXPECT_HITS = {
     "x86": {"sse41": "some", "avx2": "each", "avxvnni": "each", "avx512": "each",
             "avx512vnni": "each", "avx512bf16": "each", "amx": "each"},
-    "arm64": {"neondot": "some", "i8mm": "some"},
+    "arm64": {"neondot": "some", "i8mm": "some", "neonbf16": "some"},
 }
 
 _FUNC_HEAD = re.compile(r"^[0-9a-fA-F]+ <(.+)>:$")

@@ -115,8 +115,8 @@ def test_groups_follow_the_architecture():
     arm = group_names("arm64")
     assert x86[0] == arm[0] == "scalar"
     assert {"sse41", "avx2", "avxvnni", "avx512vnni", "amx"} <= set(x86)
-    assert not {"neon", "neondot", "i8mm"} & set(x86)
-    assert {"neon", "neondot", "i8mm"} <= set(arm)
+    assert not {"neon", "neondot", "i8mm", "neonbf16"} & set(x86)
+    assert {"neon", "neondot", "i8mm", "neonbf16"} <= set(arm)
     assert not {"sse41", "avx2", "avxvnni", "avx512vnni", "amx"} & set(arm)
     # no slice of a universal2 build gets the other's ISA flags: scalar only
     assert group_names("universal2") == ["scalar"]
@@ -128,9 +128,9 @@ def test_every_isa_group_has_a_real_probe():
         probe = setup_py.ISA_PROBES[name]
         assert "gk_probe(" in probe
         assert "_mm" in probe or "_tile_" in probe or "vld1" in probe, name
-    # MSVC has no flag for dotprod / i8mm: those groups are skipped there
+    # MSVC has no flag for dotprod / i8mm / bf16: those groups are skipped there
     msvc = {g[0]: g[3] for g in setup_py.ARM64_GROUPS}
-    assert msvc["neondot"] is None and msvc["i8mm"] is None
+    assert msvc["neondot"] is None and msvc["i8mm"] is None and msvc["neonbf16"] is None
 
 
 def _print_groups(env_extra, *args):
@@ -147,7 +147,8 @@ def test_print_isa_groups_follows_the_target():
     # the lines the C scripts read: "name|flags|glob", baseline first, scalar next
     lines = _print_groups({"_PYTHON_HOST_PLATFORM": "linux-aarch64"}).splitlines()
     assert lines[0] == "baseline||" + setup_py.BASELINE_GLOB
-    assert [ln.split("|")[0] for ln in lines[1:]] == ["scalar", "neon", "neondot", "i8mm"]
+    assert [ln.split("|")[0] for ln in lines[1:]] == ["scalar", "neon", "neondot", "i8mm",
+                                                   "neonbf16"]
     lines = _print_groups({"GEMMKIT_TARGET_ARCH": "x86_64",
                            "_PYTHON_HOST_PLATFORM": "linux-aarch64"}).splitlines()
     names = [ln.split("|")[0] for ln in lines[1:]]
@@ -158,5 +159,6 @@ def test_print_isa_groups_follows_the_target():
 def test_print_isa_probe():
     assert "_mm256_madd_epi16" in _print_groups({}, "print-isa-probe", "avx2")
     assert "vusmmlaq_s32" in _print_groups({}, "print-isa-probe", "i8mm")
+    assert "vbfmmlaq_f32" in _print_groups({}, "print-isa-probe", "neonbf16")
     with pytest.raises(subprocess.CalledProcessError):
         _print_groups({}, "print-isa-probe", "nosuchisa")

@@ -1,5 +1,7 @@
-"""The bfloat16 Gemm family on vdpbf16ps (src/csrc/gemm/x86/gk_gemm_bf16_avx512bf16.c)
-against a float64 oracle, and its DAZ/FTZ guard.
+"""The bfloat16 Gemm dot-product families -- vdpbf16ps on x86
+(src/csrc/gemm/x86/gk_gemm_bf16_avx512bf16.c) and BFMMLA on ARM64
+(src/csrc/gemm/arm/gk_gemm_bf16_neonbf16.c) -- against a float64 oracle, and their guard
+(src/csrc/gemm/gk_gemm_bf16dot_guard.h).
 
 Bound (test_gemm.float_oracle, the float32-accumulation bound every bfloat16 path keeps):
 |Y - ref| <= (K + 2) * (2**-24 + 2**-53) * |alpha| * sum_k |a_ik||b_kj|
@@ -7,14 +9,17 @@ Bound (test_gemm.float_oracle, the float32-accumulation bound every bfloat16 pat
              + subnormal slack.
 vdpbf16ps adds the two products of a pair with an FMA each (odd k first): sequential
 float32 sums in another order, inside the same bound -- as long as no denormal appears
-(it reads input denormals as zero and flushes denormal results).  The guard declines a
-call whose inputs could produce one (a bfloat16 denormal in A' or B', or the smallest
-nonzero exponents summing below -112); the next family of the bfloat16 row (the
-widening float32 one) then runs it, so those results equal that family's bit for bit.
+(it reads input denormals as zero and flushes denormal results).  BFMMLA adds the two
+products of a pair, then that to the sum, each rounded to odd (under 1 ulp each), with
+the same flushes.  The guard declines a call whose inputs could produce a denormal (a
+bfloat16 denormal in A' or B', or the smallest nonzero exponents summing below -112) and,
+for BFMMLA, one with an infinity or NaN or exponents large enough for a partial sum to
+near 2**128; the next family of the bfloat16 row (the widening float32 one) then runs it,
+so those results equal that family's bit for bit.
 
 Shapes come from the family's own block sizes (runtime cache blocks).  Every test runs
-only where the dispatch picks the family: this CPU has AVX512_BF16 and the build has the
-avx512bf16 group.
+only where the dispatch picks such a family: this CPU has AVX512_BF16 (ARM64: FEAT_BF16)
+and the build has the avx512bf16 (neonbf16) group.
 """
 import ml_dtypes
 import numpy as np
@@ -27,11 +32,16 @@ from test_gemm import assert_float_close, float_oracle, problem, relayout
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FAM = _core._gemm_family_info(BF16)
 
+# family -> (its dispatch level, tile, the fingerprint below's value on it)
+DOT_FAMILIES = {"avx512bf16": ("avx512", 14, 32, 2.0**-24),
+                "neonbf16": ("neon", 8, 8, 3 * 2.0**-24)}
+
 pytestmark = pytest.mark.skipif(
-    FAM["isa"] != "avx512bf16",
-    reason=f"the bfloat16 vdpbf16ps family does not run here (dispatched: {FAM['isa']}; "
-           f"it needs the CPU's AVX512_BF16, the avx512bf16 build group and an ISA level "
-           f"of avx512 or above)")
+    FAM["isa"] not in DOT_FAMILIES,
+    reason=f"no bfloat16 dot-product family runs here (dispatched: {FAM['isa']}; x86 needs "
+           f"AVX512_BF16, the avx512bf16 build group and an ISA level of avx512 or above; "
+           f"ARM64 FEAT_BF16 and the neonbf16 group)")
+LEVEL, MR, NR, FP_VALUE = DOT_FAMILIES.get(FAM["isa"], (None, 0, 0, None))
 
 
 def bf(x):
@@ -58,21 +68,24 @@ def fallback(A, B, C=None, alpha=1.0, beta=1.0, ta=0, tb=0):
     return _core._gemm_with_fallback(A, B, C, alpha, beta, ta, tb)
 
 
-# A 1 x 4 by 4 x 1 product whose value tells the summation orders apart: pairs added odd k
-# first (vdpbf16ps) give 2**-24, sequential float32 sums (every other family) give 0.
+# A 1 x 4 by 4 x 1 product whose value tells the summation orders apart: sequential float32
+# sums (every widening family) give 0; pairs added odd k first (vdpbf16ps) 2**-24; pair
+# sums rounded to odd, then added (BFMMLA) 3 * 2**-24: 1 + 2**-24 -> 1 + 2**-23, then
+# 2**-24 - 1 exact, then (1 + 2**-23) + (2**-24 - 1) = 3 * 2**-24 exact.
 FP_A = [1.0, 2.0**-24, 2.0**-24, -1.0]
 
 
 def ran_dot_family(A_extra=None):
     A = bf([FP_A + ([] if A_extra is None else [A_extra])])
     B = bf(np.ones((A.shape[1], 1)))
-    return float(gk.gemm(A, B)[0, 0]) == 2.0**-24
+    return float(gk.gemm(A, B)[0, 0]) == FP_VALUE
 
 
 def test_family_and_fingerprint():
-    assert FAM["level"] == "avx512" and FAM["mr"] == 14 and FAM["nr"] == 32
-    assert FAM["kc"] % 2 == 0  # only a product's last K block can be odd
-    assert FAM["fallback"] is not None and FAM["fallback"] != "avx512bf16"
+    assert FAM["level"] == LEVEL and FAM["mr"] == MR and FAM["nr"] == NR
+    # only a product's last K block is not a whole number of the instruction's depth
+    assert FAM["kc"] % (2 if FAM["isa"] == "avx512bf16" else 4) == 0
+    assert FAM["fallback"] is not None and FAM["fallback"] != FAM["isa"]
     assert ran_dot_family()                       # accepted: the dot family ran
     A = bf([FP_A])
     assert float(fallback(A, bf(np.ones((4, 1))))[0, 0]) == 0.0  # sequential order
@@ -235,9 +248,9 @@ def test_guard_boundary_accepted_exactly():
     a = [2.0**-56 * (1 + 2.0**-7), -(2.0**-56)] + FP_A
     b = [2.0**-56, 2.0**-56, 1.0, 1.0, 1.0, 1.0]
     A, B = bf([a]), bf(np.array(b)[:, None])
-    Y = check(A, B, None, 2.0**100, 1.0)  # exact sum 2**-119 + 2**-24 (the fingerprint's
-    # 2**-24 is kept by the dot family; sequential sums would give 0), scaled by 2**100
-    assert float(Y[0, 0]) == 2.0**76
+    Y = check(A, B, None, 2.0**100, 1.0)  # exact sum 2**-119 + 2**-24: the 2**-119 is
+    # below the sums' ulp, the fingerprint is the dot family's (sequential sums give 0)
+    assert float(Y[0, 0]) == FP_VALUE * 2.0**100
     # cancellation down to the grid: 2**-112 (1 + 2**-7) - 2**-112 = 2**-119, kept
     A2, B2 = bf([a[:2]]), bf(np.array(b[:2])[:, None])
     assert float(gk.gemm(A2, B2, None, 2.0**119)[0, 0]) == 1.0
@@ -248,8 +261,10 @@ def test_guard_boundary_accepted_exactly():
     assert float(gk.gemm(A3, B3)[0, 0]) == 0.0  # sequential: the 2**-24 was lost
 
 
-def test_guard_zeros_and_specials_do_not_decline():
-    """Zeros (either sign), infinities and NaN carry no small exponent: accepted."""
+def test_guard_zeros_and_specials():
+    """Zeros (either sign) carry no small exponent: accepted.  Infinities and NaN: accepted
+    by vdpbf16ps (it rounds to nearest, as the float32 path), declined by BFMMLA; either
+    way they propagate per IEEE."""
     extra = [0.0, -0.0, np.inf, -np.inf, np.nan]
     for v in extra:
         A = bf([FP_A + [v]])
@@ -257,8 +272,10 @@ def test_guard_zeros_and_specials_do_not_decline():
         Y = gk.gemm(A, B)
         if np.isnan(v) or np.isinf(v):
             assert np.isnan(float(Y[0, 0]))  # v * 0
+            if FAM["isa"] == "neonbf16":
+                same_bits(Y, fallback(A, B))
         else:
-            assert float(Y[0, 0]) == 2.0**-24  # the dot family ran
+            assert float(Y[0, 0]) == FP_VALUE  # the dot family ran
     # all-zero operands
     Z = np.zeros((5, 6), BF16)
     assert (gk.gemm(Z, Z.T).astype(np.float32) == 0).all()

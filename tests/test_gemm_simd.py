@@ -29,15 +29,19 @@ def _fam(dt):
 def test_family_per_level(isa):
     """The most specific float family at or below the level runs.  A family's dispatch
     level is one of the ladder's; its name is that level, or the level plus the one
-    feature it needs beyond it (bfloat16 on vdpbf16ps: "avx512bf16" at level avx512)."""
+    feature it needs beyond it (bfloat16 on vdpbf16ps: "avx512bf16" at level avx512; on
+    BFMMLA: "neonbf16" at level neon)."""
     levels = _core._levels()
+    feats = gk.cpu_info()["features"]
     bf = _fam(BF16)
     assert bf["level"] in levels and levels.index(bf["level"]) <= levels.index(isa)
-    if isa in ("avx512", "avx512vnni", "amx") and "avx512bf16" in gk.cpu_info()["features"]:
-        assert bf["isa"] == "avx512bf16" and bf["level"] == "avx512", (isa, bf)
-        assert bf["fallback"] is not None  # it declines calls its guard rejects
-    else:
-        assert bf["isa"] != "avx512bf16", (isa, bf)
+    # the dot-product families: name, its level, the CPU feature it needs beyond it
+    for name, level, feat in [("avx512bf16", "avx512", "avx512bf16"), ("neonbf16", "neon", "bf16")]:
+        if level in levels and levels.index(isa) >= levels.index(level) and feat in feats:
+            assert bf["isa"] == name and bf["level"] == level, (isa, bf)
+            assert bf["fallback"] is not None  # it declines calls its guard rejects
+        else:
+            assert bf["isa"] != name, (isa, bf)
     for dt in FLOATS:
         f = _fam(dt)
         assert f["isa"] == f["level"] and f["fallback"] is None

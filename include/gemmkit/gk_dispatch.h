@@ -43,6 +43,7 @@ enum gk_cpu_feature {
     GK_CPU_NEON = 1u << 16,
     GK_CPU_NEONDOT = 1u << 17,  /* sdot/udot */
     GK_CPU_I8MM = 1u << 18,     /* smmla/usmmla */
+    GK_CPU_BF16 = 1u << 19,     /* FEAT_BF16: bfmmla/bfdot (ARM64) */
 };
 
 /* Raw detection, computed once (thread-safe: idempotent pure function of the CPU). */

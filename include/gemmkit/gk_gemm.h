@@ -309,6 +309,7 @@ extern const gk_gemm_kernel gk_gemm_u64_avx512;
  * panels while packing. */
 extern const gk_gemm_kernel gk_gemm_f16_neon;
 extern const gk_gemm_kernel gk_gemm_bf16_neon;
+extern const gk_gemm_kernel gk_gemm_bf16_neonbf16; /* group neonbf16 */
 extern const gk_gemm_kernel gk_gemm_f32_neon;
 extern const gk_gemm_kernel gk_gemm_f64_neon;
 extern const gk_gemm_kernel gk_gemm_i32_neon;

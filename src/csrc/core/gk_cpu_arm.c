@@ -4,7 +4,8 @@
  * traps or is emulated inconsistently across kernels); a feature the OS does not report
  * is treated as absent.  Other ARM64 systems get NEON only.
  * i8mm is reported only together with dotprod: the i8mm files are compiled with
- * +dotprod+i8mm, and every core with FEAT_I8MM (Armv8.6) also has FEAT_DotProd. */
+ * +dotprod+i8mm, and every core with FEAT_I8MM (Armv8.6) also has FEAT_DotProd.
+ * bf16 (FEAT_BF16) is reported on its own: the neonbf16 files need nothing else. */
 #include "gemmkit/gk_dispatch.h"
 
 #if defined(__aarch64__) || defined(_M_ARM64)
@@ -25,6 +26,9 @@
 #ifndef HWCAP2_I8MM
 #define HWCAP2_I8MM (1UL << 13)
 #endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
 
 unsigned gk_cpu_features_arm(void)
 {
@@ -35,6 +39,8 @@ unsigned gk_cpu_features_arm(void)
         f |= GK_CPU_NEONDOT;
     if ((hw2 & HWCAP2_I8MM) && (f & GK_CPU_NEONDOT))
         f |= GK_CPU_I8MM;
+    if (hw2 & HWCAP2_BF16)
+        f |= GK_CPU_BF16;
     return f;
 }
 
@@ -59,6 +65,8 @@ unsigned gk_cpu_features_arm(void)
         f |= GK_CPU_NEONDOT;
     if ((f & GK_CPU_NEONDOT) && gk_sysctl_flag("hw.optional.arm.FEAT_I8MM"))
         f |= GK_CPU_I8MM;
+    if (gk_sysctl_flag("hw.optional.arm.FEAT_BF16"))
+        f |= GK_CPU_BF16;
     return f;
 }
 
@@ -78,6 +86,10 @@ unsigned gk_cpu_features_arm(void)
     if ((f & GK_CPU_NEONDOT) &&
         IsProcessorFeaturePresent(PF_ARM_V82_I8MM_INSTRUCTIONS_AVAILABLE))
         f |= GK_CPU_I8MM;
+#endif
+#ifdef PF_ARM_V86_BF16_INSTRUCTIONS_AVAILABLE
+    if (IsProcessorFeaturePresent(PF_ARM_V86_BF16_INSTRUCTIONS_AVAILABLE))
+        f |= GK_CPU_BF16;
 #endif
     return f;
 }

@@ -118,6 +118,12 @@ typedef struct {
 #else
 #define GK_GEMM_NEON(fam)
 #endif
+/* the neonbf16 group's flags are the neon group's + FEAT_BF16 (no level of its own) */
+#ifdef GK_HAVE_NEONBF16
+#define GK_GEMM_NEONBF16(fam) {&fam, L_NEON, GK_CPU_BF16},
+#else
+#define GK_GEMM_NEONBF16(fam)
+#endif
 /* the avx512bf16 group's flags are the avx512 group's + AVX512_BF16 */
 #ifdef GK_HAVE_AVX512BF16
 #define GK_GEMM_AVX512BF16(fam) {&fam, L_AVX512, GK_CPU_AVX512BF16},
@@ -132,7 +138,7 @@ static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_BF16] = {GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
                     GK_GEMM_AVX512(gk_gemm_bf16_avx512) GK_GEMM_AVX2(gk_gemm_bf16_avx2)
                     GK_GEMM_SSE41(gk_gemm_bf16_sse41)
-                    GK_GEMM_NEON(gk_gemm_bf16_neon)
+                    GK_GEMM_NEONBF16(gk_gemm_bf16_neonbf16) GK_GEMM_NEON(gk_gemm_bf16_neon)
                     {&gk_gemm_bf16_scalar, L_SCALAR}},
     [GK_DT_F32] = {GK_GEMM_AVX512(gk_gemm_f32_avx512) GK_GEMM_AVX2(gk_gemm_f32_avx2)
                    GK_GEMM_SSE41(gk_gemm_f32_sse41)
@@ -220,7 +226,7 @@ static const struct {
     {GK_CPU_AVXVNNI, "avxvnni"},     {GK_CPU_AVX512BF16, "avx512bf16"},
     {GK_CPU_AMXINT8, "amx-int8"},
     {GK_CPU_NEON, "neon"},           {GK_CPU_NEONDOT, "dotprod"},
-    {GK_CPU_I8MM, "i8mm"},
+    {GK_CPU_I8MM, "i8mm"},           {GK_CPU_BF16, "bf16"},
 };
 
 int gk_cpu_feature_names(const char **names, int cap)
