@@ -453,6 +453,10 @@ def _err_cases():
          ValueError, r"x\b.*NaN"),
         ("dql range", lambda c: c.dynamic_quantize_linear(np.array([-3e38, 1e38], F32)),
          ValueError, r"range of x.*overflows"),
+        ("dql tiny range", lambda c: c.dynamic_quantize_linear(np.array([1e-44, -1e-44], F32)),
+         ValueError, r"range of x.*underflows to 0"),
+        ("dqmm A tiny range", lambda c: c.dynamic_quantize_matmul(
+            np.array([[1e-44, 0, 0, 0]], F32), b, f), ValueError, r"range of A.*underflows"),
         ("dqmm A f64", lambda c: c.dynamic_quantize_matmul(x.astype(np.float64), b, f),
          TypeError, r"A\b.*float64"),
         ("dqmm A inf", lambda c: c.dynamic_quantize_matmul(

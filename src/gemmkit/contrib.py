@@ -297,8 +297,9 @@ def dynamic_quantize_linear(
 
     ``scale = (max(0, max(x)) - min(0, min(x))) / 255`` in float32 (1.0 for an all-zero
     x), ``zero_point = round(clamp(0 - min / scale, 0, 255))``, ``y = saturate(round(x /
-    scale) + zero_point)``, every rounding to nearest even.  NaN or infinite elements (and
-    a range beyond float32) raise ValueError.
+    scale) + zero_point)``, every rounding to nearest even.  NaN or infinite elements, a
+    range beyond float32 and one whose scale underflows to 0 (below 255 * 2**-150, all
+    denormal) raise ValueError.
     """
     return _dynamic_quantize_linear(x, "DynamicQuantizeLinear", "x")
 
@@ -327,6 +328,10 @@ def _dynamic_quantize_linear(x, op: str, name: str):
             raise ValueError(f"{op}: the range of {name}, {float(hi)!r} - ({float(lo)!r}), "
                              f"overflows float32")
         scale = np.float32(rng / np.float32(255))
+        if scale == 0:  # a range below 255 * 2**-150: x / scale and min / scale undefined
+            raise ValueError(f"{op}: the range of {name}, {float(hi)!r} - ({float(lo)!r}), "
+                             f"is too small for float32: its scale (range / 255) "
+                             f"underflows to 0")
     zp0 = np.float32(np.float32(0) - np.float32(lo / scale))
     zp = np.uint8(np.rint(np.clip(zp0, np.float32(0), np.float32(255))))
     q = np.rint(np.divide(x, scale, dtype=_F32))
