@@ -126,6 +126,31 @@ def test_thin_a_in_place_b(isa, dt):
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
+def test_few_rows_match_rows_of_four(isa, dt):
+    """Products of 1-3 rows (M = 1: a GEMV; the SIMD float families run their full tiles
+    as one strip, gk_gemm_ukernel_strip_fn) perform, per output, the operations of the
+    same rows of a four-row product, which runs tile by tile, with the same B' and K
+    blocks (all thin A in one row panel): the same bits, with and without a column tail,
+    B' cached or streamed (past 256 KiB), a negative row stride, C and alpha/beta, on 1
+    and 2 threads."""
+    rng = np.random.default_rng(17)
+    nr, kc = _fam(dt)["nr"], _fam(dt)["kc"]
+    for (N, K) in [(5 * nr + 3, 29), (3 * nr, kc + 9), (4 * nr + 1, 2100), (6 * nr, 1500)]:
+        A = rng.standard_normal((4, K)).astype(dt)
+        B = rng.standard_normal((K, N)).astype(dt)
+        C = rng.standard_normal((4, 1)).astype(dt)
+        for Bv in (B, B[::-1].copy()[::-1]):
+            for nt in (1, 2):
+                with gk.threads(nt):
+                    y4 = gk.gemm(A, Bv, C, 0.75, -1.5)
+                    for m in (1, 2, 3):
+                        ym = gk.gemm(A[:m], Bv, C[:m], 0.75, -1.5)
+                        assert np.array_equal(ym, y4[:m]), (m, N, K, nt)
+        for m in (1, 2, 3):
+            check_float_gemm(A[:m], B, C[:m], 0.75, -1.5)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
 def test_nan_inf_propagate(isa, dt):
     rng = np.random.default_rng(9)
     for (M, N, K) in [(20, 40, 30), (200, 150, 400)]:

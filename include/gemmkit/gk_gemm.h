@@ -121,6 +121,17 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
                                        ptrdiff_t ldb, void *c, ptrdiff_t ldc, int mr_valid,
                                        int nr_valid, int first);
 
+/* The first `rows` rows of A (1 <= rows <= GK_GEMM_STRIP_ROWS) against ntiles
+ * full-width tiles of B' side by side, read in place: for i < rows, j < ntiles * nr,
+ * c[i*ldc + j] = (first ? +0 : c[i*ldc + j]) + sum_k a(i, k) b(k, j), a(i, k) at
+ * element k*mr + i of the packed A panel, B' row k at (const char *)b + k*ldb bytes
+ * (ntiles * nr readable elements).  Per output it performs ukernel_ldb's operations with
+ * mr_valid == rows in the same order: the same bits. */
+typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void *b,
+                                         ptrdiff_t ldb, void *c, ptrdiff_t ldc, int rows,
+                                         int ntiles, int first);
+#define GK_GEMM_STRIP_ROWS 3
+
 /* A kernel family for one element type: micro-kernel, packing format, block sizes and
  * epilogue, chosen together.  Invariants: mc % mr == 0, nc % nr == 0, all block sizes > 0
  * and small enough that a packed block (mc*kc or kc*nc elements of 8 bytes) fits
@@ -156,7 +167,11 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  *                    family declines this call (its instructions would leave the
  *                    documented bound on these inputs, or the call is too small to pay),
  *                    and the next family of its dispatch row runs it instead
- *                    (gk_gemm_kernel_after).  Reads A and B only; thread-safe. */
+ *                    (gk_gemm_kernel_after).  Reads A and B only; thread-safe.
+ *   ukernel_strip    NULL, or ukernel_ldb for 1..GK_GEMM_STRIP_ROWS rows over a whole
+ *                    strip of tiles (gk_gemm_ukernel_strip_fn): the in-place path runs
+ *                    a product of that few rows (M = 1: a GEMV) through it, one call
+ *                    per K block instead of one per tile. */
 struct gk_gemm_args;
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
@@ -173,6 +188,7 @@ typedef struct gk_gemm_kernel {
     gk_gemm_ukernel_ldb_fn ukernel_ldb;
     int pack_esz;
     int (*accepts)(const struct gk_gemm_args *args);
+    gk_gemm_ukernel_strip_fn ukernel_strip;
 } gk_gemm_kernel;
 
 /* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,

@@ -573,6 +573,19 @@ static void test_type(int dt)
         rnd_case(dt, mr + 2, nr + 3, kc + 1);
         rnd_case(dt, 2 * mr + 1, nr + 5, 2 * kc + 3);
         small_case(dt, mr, nr, kc + 1); /* past KC: packed although small */
+        /* 1..GK_GEMM_STRIP_ROWS rows (ukernel_strip where the family has one; M = 1: a
+         * GEMV): a strip of full tiles with and without a column tail, B' cached (the
+         * small-call path, KC-deep blocks) and B' beyond GK_GEMM_SMALL_B_BYTES (the thin
+         * path, thin K blocks) */
+        for (int m = 1; m <= GK_GEMM_STRIP_ROWS + 1; m++) {
+            const int n1 = 4 * nr + 1, n2 = 3 * nr;
+            const int k1 = (int)(GK_GEMM_SMALL_B_BYTES / ((ptrdiff_t)n1 * (ptrdiff_t)dt_size(dt))) + 37;
+            const int k2 = (int)(GK_GEMM_SMALL_B_BYTES / ((ptrdiff_t)n2 * (ptrdiff_t)dt_size(dt))) + 3;
+            small_case(dt, m, 5 * nr + 3, rnd_in(1, 40));
+            small_case(dt, m, 3 * nr, kc + 7);
+            small_case(dt, m, n1, k1);
+            small_case(dt, m, n2, k2);
+        }
         /* M past MC (one more A block), and with several K blocks */
         rnd_case(dt, mc + mr + 3, nr + 2, rnd_in(1, 9));
         rnd_case(dt, mc + 1, 2 * nr + 1, kc + 3);

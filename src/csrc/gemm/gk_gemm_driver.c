@@ -232,7 +232,9 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * more work per B row read): the tiles of one K block read that many B' rows side by
  * side, each row front to back, so the few streams stay prefetchable and within the TLB
  * (a KC-row block of B' in place touches KC pages at once: measured 3-5x slower at M =
- * 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).
+ * 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).  At most
+ * GK_GEMM_STRIP_ROWS rows with a family's ukernel_strip: the full tiles as one strip per
+ * K block (the same bits as tile by tile; see gk_gemm_ukernel_strip_fn).
  * Needs K > 0 and Y in the accumulator type. */
 static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r,
                        int kc_max, int prefetch_b)
@@ -242,6 +244,10 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     const int mr = kern->mr, nr = kern->nr;
     const ptrdiff_t ntail = N % nr, nfull = r->n1 - ntail, panels = (M + mr - 1) / mr;
     const ptrdiff_t KC = min_pd(kc_max, K);
+    /* 1..GK_GEMM_STRIP_ROWS rows: the full tiles [n0, nfull) in one ukernel_strip call
+     * per K block */
+    const int strip = kern->ukernel_strip != NULL && M <= GK_GEMM_STRIP_ROWS && M <= mr &&
+                      nfull > r->n0 && nfull - r->n0 <= INT_MAX;
     /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
     const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
     char *raw, *ap, *bt, *y = (char *)g->acc_y;
@@ -259,7 +265,16 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         g->pack_a(&g->a, r->m0, pc, (int)M, kc, mr, ap);
         if (ntail)
             g->pack_b(&g->b, pc, nfull, kc, (int)ntail, nr, bt);
-        for (ptrdiff_t jr = r->n0; jr < r->n1; jr += nr) {
+        ptrdiff_t j0 = r->n0;
+        if (strip) {
+            char *c = y + (r->m0 * ldy + r->n0) * esz;
+            kern->ukernel_strip(kc, ap, g->b.p + pc * g->b.rs + r->n0 * g->b.cs, g->b.rs, c, ldy,
+                                (int)M, (int)((nfull - r->n0) / nr), first);
+            if (last && g->epilogue != NULL)
+                g->epilogue(g->epi_ctx, r->m0, r->n0, (int)M, (int)(nfull - r->n0), c, ldy);
+            j0 = nfull;
+        }
+        for (ptrdiff_t jr = j0; jr < r->n1; jr += nr) {
             const int cols = (int)min_pd(nr, r->n1 - jr);
             /* the tile's B: B' itself, or the packed tail panel (row stride nr) */
             const char *bsrc = jr < nfull ? g->b.p + pc * g->b.rs + jr * g->b.cs

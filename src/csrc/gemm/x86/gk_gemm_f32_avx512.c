@@ -63,6 +63,7 @@ const gk_gemm_kernel gk_gemm_f32_avx512 = {
     gk_gemm_f32_avx512_14x32_ukernel_rounded, /* ukernel_rounded */
     gk_gemm_f32_avx512_14x32_ukernel_ldb,
     0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    gk_gemm_f32_avx512_14x32_ukernel_strip, /* ukernel_strip: M = 1..3 */
 };
 
 /* The same micro-kernels with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16
