@@ -9,6 +9,8 @@ import re
 import numpy as np
 import pytest
 
+from gemmkit import _core
+
 import contrib_oracles as co
 import oracles as o
 
@@ -730,3 +732,67 @@ def test_public_signatures_are_annotated():
         assert not missing, f"{fn.__name__}: unannotated {missing}"
         assert sig.return_annotation is not inspect.Signature.empty, fn.__name__
         assert fn.__doc__ and "com.microsoft" in (fn.__doc__ + (c.__doc__ or "")), fn
+
+
+# ---- the C loops behind DynamicQuantizeLinear and MatMulIntegerToFloat ---------------------
+
+def _dql_numpy(x):
+    """The NumPy definition (the module docstring's steps), for bit comparisons."""
+    lo = np.minimum(F32(0), x.min()) if x.size else F32(0)
+    hi = np.maximum(F32(0), x.max()) if x.size else F32(0)
+    scale = F32(1) if hi == lo else F32(F32(hi - lo) / F32(255))
+    zp = np.uint8(np.rint(np.clip(F32(F32(0) - F32(lo / scale)), F32(0), F32(255))))
+    q = np.clip(np.rint(np.divide(x, scale, dtype=F32)) + F32(zp), 0, 255).astype(np.uint8)
+    return q, scale, zp
+
+
+def test_dynamic_quantize_linear_loops_bit_exact(isa):
+    """Every codecs path (min/max and quantize in C) against the NumPy definition: every
+    length 1..70 (vector tails), exact ties x / scale = k + 1/2 (half to even), negative
+    and positive ranges, a denormal scale, strided input, and the finiteness check in
+    every tail position."""
+    c = _c()
+    rng = np.random.default_rng(31)
+    cases = [rng.standard_normal(n).astype(F32) * F32(rng.uniform(0.01, 100))
+             for n in range(1, 71)]
+    cases.append(np.arange(-127.5, 128.0, 0.5, dtype=F32))        # scale 1: every tie
+    cases.append(np.abs(rng.standard_normal(1000)).astype(F32))    # lo = 0
+    cases.append(-np.abs(rng.standard_normal(999)).astype(F32))    # hi = 0
+    cases.append(np.array([3e-43, 0, 1e-44], F32))                 # denormal scale
+    cases.append(rng.standard_normal((40, 50)).astype(F32)[:, ::3])  # strided
+    for x in cases:
+        q, s, z = c.dynamic_quantize_linear(x)
+        q0, s0, z0 = _dql_numpy(x)
+        assert s.dtype == F32 and s.view(np.uint32) == s0.view(np.uint32)
+        assert z == z0 and q.shape == x.shape and np.array_equal(q, q0)
+    for n in (1, 7, 8, 9, 16, 17, 33):
+        for bad in (np.nan, np.inf, -np.inf):
+            for pos in {0, n // 2, n - 1}:
+                x = np.ones(n, F32)
+                x[pos] = bad
+                with pytest.raises(ValueError, match="NaN or infinity"):
+                    c.dynamic_quantize_linear(x)
+
+
+@pytest.mark.parametrize("ncols", [1, 7, 8, 15, 16, 17, 36, 100])
+def test_integer_to_float_loop_bit_exact(isa, ncols):
+    """The C pass f32(f32(acc) * scale) (+ bias) on every codecs path, per-tensor and
+    per-column scales, with and without bias, against the NumPy steps: int32 values
+    beyond 2**24 (the conversion rounds), extreme scales, batched accumulators."""
+    c = _c()
+    rng = np.random.default_rng(ncols)
+    A = rng.integers(-128, 128, (2, 5, 9)).astype(np.int8)
+    B = rng.integers(-128, 128, (9, ncols)).astype(np.int8)
+    acc = np.matmul(A.astype(np.int64), B.astype(np.int64)).astype(np.int32)
+    for sa, sb in [(F32(0.0123), F32(3.5)), (F32(1e-30), rng.uniform(0.5, 2, ncols).astype(F32)),
+                   (rng.uniform(0.5, 2, ncols).astype(F32), F32(7e30))]:
+        for bias in (None, rng.standard_normal(ncols).astype(F32)):
+            got = c.matmul_integer_to_float(A, B, sa, sb, None, None, bias)
+            with np.errstate(all="ignore"):
+                want = np.multiply(acc.astype(F32), np.multiply(sa, sb, dtype=F32), dtype=F32)
+                if bias is not None:
+                    want = np.add(want, bias, dtype=F32)
+            assert_bits(got, want)
+    big = rng.integers(-2**31, 2**31, (3, ncols), dtype=np.int64).astype(np.int32)
+    s = np.array([F32(0.7)])
+    assert_bits(_core._i32_scale(big, s, None), np.multiply(big.astype(F32), s[0], dtype=F32))

@@ -117,6 +117,21 @@ void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
 
+/* The loops of the contrib ops around the int8 products (gemmkit.contrib), each the exact
+ * sequence of IEEE float32 operations (to nearest even) that the NumPy definition runs:
+ *   gk_f32_range     lo = min, hi = max of src[0, n), n >= 1; returns 1, or 0 (lo, hi
+ *                    unspecified) when some element is NaN or infinite;
+ *   gk_quantize_u8_n dst[i] = clamp(rint(src[i] / scale) + zp, 0, 255) (DynamicQuantize-
+ *                    Linear: np.clip(np.rint(np.divide(x, scale)) + zp, 0, 255) as uint8);
+ *                    src finite, scale > 0 (denormal allowed), zp an integer in [0, 255];
+ *   gk_i32_scale_n   dst[i] = (float)acc[i] * scale[j] (+ bias[j]), j = i % ncols, one
+ *                    rounding per operation (MatMulIntegerToFloat); scale[0] for every j
+ *                    when !scale_per_col, no addition when bias is NULL; n % ncols == 0. */
+int gk_f32_range(const float *src, size_t n, float *lo, float *hi);
+void gk_quantize_u8_n(const float *src, uint8_t *dst, size_t n, float scale, float zp);
+void gk_i32_scale_n(const int32_t *acc, float *dst, size_t n, size_t ncols, const float *scale,
+                    int scale_per_col, const float *bias);
+
 /* The bulk conversions above run the codecs family the dispatch picked
  * (gk_codecs_active(), gk_dispatch.h).  A family: */
 typedef struct gk_codecs_kernel {
@@ -128,6 +143,11 @@ typedef struct gk_codecs_kernel {
     /* float8 (fmt: enum gk_fp8_format) <-> float32, as gk_fp8_decode / gk_fp8_encode_f32 */
     void (*fp8_to_f32_n)(const uint8_t *src, float *dst, size_t n, int fmt);
     void (*f32_to_fp8_n)(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
+    /* the contrib loops, as gk_f32_range / gk_quantize_u8_n / gk_i32_scale_n */
+    int (*f32_range)(const float *src, size_t n, float *lo, float *hi);
+    void (*quantize_u8_n)(const float *src, uint8_t *dst, size_t n, float scale, float zp);
+    void (*i32_scale_n)(const int32_t *acc, float *dst, size_t n, size_t ncols,
+                        const float *scale, int scale_per_col, const float *bias);
 } gk_codecs_kernel;
 
 /* The scalar family: the inline conversions above in loops (src/csrc/codecs/scalar/);

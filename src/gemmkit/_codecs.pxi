@@ -304,3 +304,53 @@ def _cast_f64_scalar(double x, int dst_type):
     if dst_type == GK_CT_F16:
         return gk_f64_to_f16(x)
     return gk_f64_to_bf16(x)
+
+
+# ---- the contrib ops' loops (gemmkit.contrib: DynamicQuantizeLinear, MatMulIntegerToFloat) --
+
+def _f32_range(x):
+    """(all finite, min, max) of a non-empty C-contiguous float32 array (min and max are
+    meaningless when not all finite)."""
+    cdef float[::1] v = x.reshape(-1)
+    cdef float lo = 0, hi = 0
+    cdef int ok
+    cdef size_t n = v.shape[0]
+    with nogil:
+        ok = gk_f32_range(&v[0], n, &lo, &hi)
+    return bool(ok), np.float32(lo), np.float32(hi)
+
+
+def _quantize_u8(x, float scale, float zp):
+    """clip(rint(x / scale) + zp, 0, 255) as uint8, each step one float32 operation, of a
+    C-contiguous float32 array (finite; scale > 0, zp integral in [0, 255])."""
+    out = np.empty(x.shape, np.uint8)
+    if x.size == 0:
+        return out
+    cdef float[::1] v = x.reshape(-1)
+    cdef uint8_t[::1] o = out.reshape(-1)
+    cdef size_t n = v.shape[0]
+    with nogil:
+        gk_quantize_u8_n(&v[0], &o[0], n, scale, zp)
+    return out
+
+
+def _i32_scale(acc, scale, bias):
+    """float32 (float32(acc) * scale) [+ bias]: acc a C-contiguous int32 array, scale a
+    1-D float32 array of 1 or acc.shape[-1] elements, bias None or 1-D float32 of
+    acc.shape[-1]; one rounding per operation."""
+    out = np.empty(acc.shape, np.float32)
+    if acc.size == 0:
+        return out
+    cdef int[::1] a = acc.reshape(-1)
+    cdef float[::1] o = out.reshape(-1)
+    cdef float[::1] s = scale
+    cdef float[::1] b
+    cdef const float *bp = NULL
+    cdef size_t n = a.shape[0], ncols = acc.shape[acc.ndim - 1]
+    cdef int per_col = s.shape[0] > 1
+    if bias is not None:
+        b = bias
+        bp = &b[0]
+    with nogil:
+        gk_i32_scale_n(<const int32_t *>&a[0], &o[0], n, ncols, &s[0], per_col, bp)
+    return out

@@ -34,6 +34,10 @@ cdef extern from "gemmkit/gk_codecs.h" nogil:
     void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n)
     void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n)
     void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n)
+    int gk_f32_range(const float *src, size_t n, float *lo, float *hi)
+    void gk_quantize_u8_n(const float *src, uint8_t *dst, size_t n, float scale, float zp)
+    void gk_i32_scale_n(const int32_t *acc, float *dst, size_t n, size_t ncols,
+                        const float *scale, int scale_per_col, const float *bias)
     ctypedef struct gk_codecs_kernel:
         const char *isa
         void (*f16_to_f32_n)(const uint16_t *src, float *dst, size_t n) nogil

@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any, Tuple
 
 import numpy as np
 
-from . import PackedB, matmul_integer, qlinear_matmul
+from . import PackedB, _core, matmul_integer, qlinear_matmul
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -250,6 +250,16 @@ def _check_integer_to_float(op, A_shape, B, a_scale, b_scale, bias, a_scale_name
     return sa, sb, bias_arr
 
 
+def _per_column(v, n):
+    """v (float32) as a contiguous 1-D array of 1 element (per tensor) or n (per column
+    of an [..., n] output, any leading 1s), else None."""
+    if v.size == 1:
+        return np.ascontiguousarray(v.reshape(1))
+    if v.ndim >= 1 and v.shape[-1] == n and v.size == n:
+        return np.ascontiguousarray(v.reshape(n))
+    return None
+
+
 def _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr):
     if isinstance(B, PackedB) and b_zero_point is None:
         acc = _engine(op, matmul_integer, A, B, a_zero_point)
@@ -258,6 +268,15 @@ def _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr):
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         # one float32 multiplication of the (exactly widened) scales
         scale = np.multiply(sa.astype(_F32), sb.astype(_F32), dtype=_F32)
+    if sa.dtype == _F32 and acc.flags.c_contiguous and acc.ndim >= 1:
+        # per-tensor or per-column scale and bias (the usual forms): one C pass of the
+        # same float32 operations
+        n = acc.shape[-1]
+        s1 = _per_column(scale, n)
+        b1 = None if bias_arr is None else _per_column(bias_arr.astype(_F32), n)
+        if s1 is not None and (bias_arr is None or (b1 is not None and b1.size == n)):
+            return _core._i32_scale(acc, s1, b1)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         y = acc.astype(_F32)                       # int32 -> float32, nearest even
         y = np.multiply(y, scale, dtype=_F32)      # one float32 multiplication
         if bias_arr is not None:
@@ -311,12 +330,16 @@ def _dynamic_quantize_linear(x, op: str, name: str):
     if x.dtype != _F32:
         raise TypeError(f"{op}: {name} must be float32, got {x.dtype} "
                         f"(shape {list(x.shape)})")
+    # the min/max pass and the quantizing pass run in C (codecs family of the dispatch),
+    # each operation the float32 one the NumPy definition names
+    xc = np.ascontiguousarray(x)
     if x.size:
-        if not np.isfinite(x).all():
+        finite, xmin, xmax = _core._f32_range(xc)
+        if not finite:
             raise ValueError(f"{op}: {name} (float32{list(x.shape)}) holds NaN or infinity; "
                              f"its quantization range is undefined")
-        lo = np.minimum(np.float32(0), x.min())
-        hi = np.maximum(np.float32(0), x.max())
+        lo = np.minimum(np.float32(0), xmin)
+        hi = np.maximum(np.float32(0), xmax)
     else:
         lo = hi = np.float32(0)
     if hi == lo:
@@ -334,8 +357,8 @@ def _dynamic_quantize_linear(x, op: str, name: str):
                              f"underflows to 0")
     zp0 = np.float32(np.float32(0) - np.float32(lo / scale))
     zp = np.uint8(np.rint(np.clip(zp0, np.float32(0), np.float32(255))))
-    q = np.rint(np.divide(x, scale, dtype=_F32))
-    q = np.clip(q + np.float32(zp), 0, 255).astype(np.uint8)
+    # q = clip(rint(x / scale) + zp, 0, 255) as uint8, in float32
+    q = _core._quantize_u8(xc, float(scale), float(zp))
     return q, np.asarray(scale, dtype=_F32), np.asarray(zp, dtype=np.uint8)
 
 

@@ -3,6 +3,7 @@
  * bit for bit. */
 #include "gemmkit/gk_codecs.h"
 #include "codecs/gk_codecs_impl.h"
+#include "codecs/gk_quant_impl.h"
 
 static void gk_f16_to_f32_n_scalar(const uint16_t *src, float *dst, size_t n)
 {
@@ -59,4 +60,7 @@ const gk_codecs_kernel gk_codecs_scalar = {
     gk_f32_to_bf16_n_scalar,
     gk_fp8_to_f32_n_scalar,
     gk_f32_to_fp8_n_scalar,
+    gk_f32_range_scalar, /* gk_quant_scalar.c */
+    gk_quantize_u8_n_scalar,
+    gk_i32_scale_n_scalar,
 };

@@ -11,6 +11,7 @@
  *   f32 -> bf16 integer RNE on the top half; NaN -> top half with the quiet bit set.
  * Tails (n % 8 elements) use the scalar inline forms. */
 #include "codecs/gk_codecs_impl.h"
+#include "codecs/gk_quant_impl.h"
 
 #include <immintrin.h>
 
@@ -96,4 +97,7 @@ const gk_codecs_kernel gk_codecs_avx2 = {
     gk_f32_to_bf16_n_avx2,
     gk_fp8_to_f32_n_avx2, /* gk_fp8_avx2.c */
     gk_f32_to_fp8_n_avx2,
+    gk_f32_range_avx2, /* gk_quant_avx2.c */
+    gk_quantize_u8_n_avx2,
+    gk_i32_scale_n_avx2,
 };

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "codecs/gk_codecs_impl.h"
+#include "codecs/gk_quant_impl.h"
 
 GK_ALWAYS_INLINE __mmask16 gk_tail_mask16(size_t left)
 {
@@ -97,4 +98,7 @@ const gk_codecs_kernel gk_codecs_avx512 = {
     gk_f32_to_bf16_n_avx512,
     gk_fp8_to_f32_n_avx512, /* gk_fp8_avx512.c */
     gk_f32_to_fp8_n_avx512,
+    gk_f32_range_avx512, /* gk_quant_avx512.c */
+    gk_quantize_u8_n_avx512,
+    gk_i32_scale_n_avx512,
 };

@@ -1,0 +1,21 @@
+/* The contrib ops' loops of every codecs family (contract: gemmkit/gk_codecs.h):
+ * codecs/scalar/gk_quant_scalar.c (the oracle; the SIMD families call it for their
+ * tails), codecs/x86/gk_quant_avx2.c and gk_quant_avx512.c, bit-identical to it. */
+#ifndef GEMMKIT_GK_QUANT_IMPL_H
+#define GEMMKIT_GK_QUANT_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GK_QUANT_DECLARE(SFX)                                                               \
+    int gk_f32_range_##SFX(const float *src, size_t n, float *lo, float *hi);               \
+    void gk_quantize_u8_n_##SFX(const float *src, uint8_t *dst, size_t n, float scale,     \
+                                float zp);                                                  \
+    void gk_i32_scale_n_##SFX(const int32_t *acc, float *dst, size_t n, size_t ncols,      \
+                              const float *scale, int scale_per_col, const float *bias);
+GK_QUANT_DECLARE(scalar)
+GK_QUANT_DECLARE(avx2)
+GK_QUANT_DECLARE(avx512)
+#undef GK_QUANT_DECLARE
+
+#endif

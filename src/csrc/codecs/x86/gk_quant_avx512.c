@@ -1,0 +1,70 @@
+/* The contrib ops' loops on AVX-512 F/BW/VL/DQ (group avx512; contract in
+ * gemmkit/gk_codecs.h): 16 lanes, each lane the scalar family's operation sequence
+ * (vdivps, vrndscaleps to nearest even, vaddps, vmaxps/vminps, vmulps are IEEE single
+ * operations), so the bits equal gk_quant_scalar.c's; tails through masked loads. */
+#include <immintrin.h>
+
+#include "codecs/gk_quant_impl.h"
+#include "gemmkit/gk_codecs.h"
+
+static inline __mmask16 tail16(size_t r) { return (__mmask16)((1u << r) - 1u); }
+
+int gk_f32_range_avx512(const float *src, size_t n, float *lo, float *hi)
+{
+    const __m512 big = _mm512_set1_ps(3.40282347e38f);
+    __m512 l = _mm512_set1_ps(src[0]), h = l;
+    __mmask16 ok = 0xffff;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(src + i);
+        ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(x), big, _CMP_LE_OQ); /* false: NaN, inf */
+        l = _mm512_min_ps(l, x);
+        h = _mm512_max_ps(h, x);
+    }
+    if (i < n) { /* masked-off lanes repeat src[0]: neutral */
+        const __mmask16 m = tail16(n - i);
+        const __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(src[0]), m, src + i);
+        ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(x), big, _CMP_LE_OQ);
+        l = _mm512_min_ps(l, x);
+        h = _mm512_max_ps(h, x);
+    }
+    *lo = _mm512_reduce_min_ps(l);
+    *hi = _mm512_reduce_max_ps(h);
+    return ok == 0xffff;
+}
+
+static inline __m128i quantize16(__m512 x, __m512 scale, __m512 zp)
+{
+    const __m512 r = _mm512_roundscale_ps(_mm512_div_ps(x, scale),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 v = _mm512_add_ps(r, zp);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)); /* integral, in [0, 255] */
+}
+
+void gk_quantize_u8_n_avx512(const float *src, uint8_t *dst, size_t n, float scale, float zp)
+{
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128((__m128i *)(dst + i), quantize16(_mm512_loadu_ps(src + i), s, z));
+    if (i < n) {
+        const __mmask16 m = tail16(n - i);
+        _mm_mask_storeu_epi8(dst + i, m, quantize16(_mm512_maskz_loadu_ps(m, src + i), s, z));
+    }
+}
+
+void gk_i32_scale_n_avx512(const int32_t *acc, float *dst, size_t n, size_t ncols,
+                           const float *scale, int scale_per_col, const float *bias)
+{
+    const __m512 s0 = _mm512_set1_ps(scale[0]);
+    for (size_t i = 0; i < n; i += ncols)
+        for (size_t j = 0; j < ncols; j += 16) {
+            const __mmask16 m = ncols - j >= 16 ? (__mmask16)0xffff : tail16(ncols - j);
+            __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + i + j));
+            v = _mm512_mul_ps(v, scale_per_col ? _mm512_maskz_loadu_ps(m, scale + j) : s0);
+            if (bias != NULL)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
+            _mm512_mask_storeu_ps(dst + i + j, m, v);
+        }
+}
