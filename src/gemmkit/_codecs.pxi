@@ -1,6 +1,7 @@
 # Software codecs (float8 formats, float16/bfloat16 bulk conversions): the C declarations for
 # the other .pxi files of _core, and private Python helpers used by the tests.
 # Included into _core.pyx (numpy already cimported and initialised there).
+from libc.math cimport rintf
 from libc.stdint cimport uint8_t, uint16_t
 
 cdef inline int _codec_fmt(int fmt) except -1:
@@ -354,3 +355,42 @@ def _i32_scale(acc, scale, bias):
     with nogil:
         gk_i32_scale_n(<const int32_t *>&a[0], &o[0], n, ncols, &s[0], per_col, bp)
     return out
+
+
+def _dql_u8(x):
+    """DynamicQuantizeLinear of a C-contiguous float32 array in one call: (status, y uint8
+    (x's shape), scale, zero point, lo, hi), every scalar step the float32 operation the
+    NumPy definition names (lo = min(0, min x), hi = max(0, max x); scale = 1 if hi == lo
+    else (hi - lo) / 255; zp = rint(clamp(0 - lo / scale, 0, 255))).  status: 0 done, 1 a
+    NaN or infinity in x, 2 hi - lo overflows float32, 3 the scale underflows to 0 (y is
+    then not computed)."""
+    cdef float[::1] v
+    cdef float lo = 0, hi = 0, xmin = 0, xmax = 0, rng, scale = 1, zp0, zp = 0
+    cdef float zero = 0, top = 255
+    cdef size_t n = x.size
+    cdef int finite = 1
+    out = np.empty(x.shape, np.uint8)
+    cdef uint8_t[::1] o
+    if n > 0:
+        v = x.reshape(-1)
+        o = out.reshape(-1)
+        with nogil:
+            finite = gk_f32_range(&v[0], n, &xmin, &xmax)
+        if not finite:
+            return 1, None, 1.0, 0, 0.0, 0.0
+        lo = xmin if xmin < zero else zero
+        hi = xmax if xmax > zero else zero
+    if hi != lo:
+        rng = hi - lo
+        if rng - rng != 0:  # inf
+            return 2, None, 1.0, 0, lo, hi
+        scale = rng / top
+        if scale == 0:
+            return 3, None, 0.0, 0, lo, hi
+    zp0 = zero - lo / scale
+    zp0 = zero if zp0 < zero else (top if zp0 > top else zp0)
+    zp = rintf(zp0)
+    if n > 0:
+        with nogil:
+            gk_quantize_u8_n(&v[0], &o[0], n, scale, zp)
+    return 0, out, scale, <int>zp, lo, hi

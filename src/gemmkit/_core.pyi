@@ -204,6 +204,9 @@ def _unpack_pickled(
 
 # The contrib ops' C loops (gemmkit.contrib: DynamicQuantizeLinear, MatMulIntegerToFloat).
 def _f32_range(x: NDArray[np.float32]) -> tuple[bool, np.float32, np.float32]: ...
+def _dql_u8(
+    x: NDArray[np.float32],
+) -> tuple[int, NDArray[np.uint8] | None, float, int, float, float]: ...
 def _quantize_u8(x: NDArray[np.float32], scale: float, zp: float) -> NDArray[np.uint8]: ...
 def _i32_scale(
     acc: NDArray[np.int32], scale: NDArray[np.float32], bias: NDArray[np.float32] | None

@@ -178,6 +178,8 @@ def _real(v, name: str, op: str) -> float:
 
 def _matmul_shape(a_shape: tuple, b_shape: tuple):
     """numpy.matmul's output shape, or None where numpy.matmul would refuse."""
+    if len(b_shape) == 2 and len(a_shape) >= 2:  # the usual case, without broadcasting
+        return a_shape[:-1] + b_shape[1:] if a_shape[-1] == b_shape[0] else None
     if not a_shape or not b_shape:
         return None
     a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
@@ -198,6 +200,8 @@ def _matmul_shape(a_shape: tuple, b_shape: tuple):
 
 def _onto_output(x: np.ndarray, out_shape: tuple, name: str, op: str, how: str):
     """x must broadcast (NumPy rules) onto the output without enlarging it."""
+    if x.ndim == 0 or (x.ndim == 1 and out_shape and x.shape[0] in (1, out_shape[-1])):
+        return  # per tensor, or a row of the last axis (the usual forms)
     try:
         ok = np.broadcast_shapes(x.shape, out_shape) == tuple(out_shape)
     except ValueError:
@@ -330,35 +334,18 @@ def _dynamic_quantize_linear(x, op: str, name: str):
     if x.dtype != _F32:
         raise TypeError(f"{op}: {name} must be float32, got {x.dtype} "
                         f"(shape {list(x.shape)})")
-    # the min/max pass and the quantizing pass run in C (codecs family of the dispatch),
-    # each operation the float32 one the NumPy definition names
-    xc = np.ascontiguousarray(x)
-    if x.size:
-        finite, xmin, xmax = _core._f32_range(xc)
-        if not finite:
-            raise ValueError(f"{op}: {name} (float32{list(x.shape)}) holds NaN or infinity; "
-                             f"its quantization range is undefined")
-        lo = np.minimum(np.float32(0), xmin)
-        hi = np.maximum(np.float32(0), xmax)
-    else:
-        lo = hi = np.float32(0)
-    if hi == lo:
-        scale = np.float32(1.0)
-    else:
-        with np.errstate(over="ignore"):
-            rng = np.float32(hi - lo)
-        if not np.isfinite(rng):
-            raise ValueError(f"{op}: the range of {name}, {float(hi)!r} - ({float(lo)!r}), "
-                             f"overflows float32")
-        scale = np.float32(rng / np.float32(255))
-        if scale == 0:  # a range below 255 * 2**-150: x / scale and min / scale undefined
-            raise ValueError(f"{op}: the range of {name}, {float(hi)!r} - ({float(lo)!r}), "
-                             f"is too small for float32: its scale (range / 255) "
-                             f"underflows to 0")
-    zp0 = np.float32(np.float32(0) - np.float32(lo / scale))
-    zp = np.uint8(np.rint(np.clip(zp0, np.float32(0), np.float32(255))))
-    # q = clip(rint(x / scale) + zp, 0, 255) as uint8, in float32
-    q = _core._quantize_u8(xc, float(scale), float(zp))
+    # one C call (the min/max and quantizing passes in the codecs family of the dispatch,
+    # the scalar steps in float32): each operation the float32 one the NumPy definition
+    # above names
+    status, q, scale, zp, lo, hi = _core._dql_u8(np.ascontiguousarray(x))
+    if status == 1:
+        raise ValueError(f"{op}: {name} (float32{list(x.shape)}) holds NaN or infinity; "
+                         f"its quantization range is undefined")
+    if status == 2:
+        raise ValueError(f"{op}: the range of {name}, {hi!r} - ({lo!r}), overflows float32")
+    if status == 3:  # a range below 255 * 2**-150: x / scale and min / scale undefined
+        raise ValueError(f"{op}: the range of {name}, {hi!r} - ({lo!r}), is too small for "
+                         f"float32: its scale (range / 255) underflows to 0")
     return q, np.asarray(scale, dtype=_F32), np.asarray(zp, dtype=np.uint8)
 
 
