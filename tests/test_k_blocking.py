@@ -1,7 +1,8 @@
 """Depth blocks against the exact oracles, on every int8 kernel path.
 
-A packed product deeper than the family's kc (``_core._qgemm_family_info()["kc"]``) runs
-in nearly equal depth blocks of at most kc (gk_qgemm_driver.h): each micro-kernel call
+A packed product deeper than 3/2 of the family's kc (``_core._qgemm_family_info()["kc"]``;
+up to that depth one block) runs in nearly equal depth blocks of at most kc
+(gk_qgemm_driver.c, k_blocks): each micro-kernel call
 sees one block, the first stores its int32 sums (in the int32 output itself, or in a
 scratch for requantized outputs), the middle ones add to them, the last one adds them and
 finishes the tile with the whole depth's row / column sums.  These tests put K just below,
@@ -64,9 +65,11 @@ def _packed_m(f):
 
 
 def _depths(f):
-    """K around one, two and three blocks and one k-step past a block."""
+    """K around one, two and three blocks, one k-step past a block and around the deepest
+    single block (3/2 kc)."""
     kc, ks = f["kc"], f["kstep"]
-    return sorted({kc - 1, kc, kc + 1, kc + ks, 2 * kc - 1, 2 * kc, 2 * kc + 3, 3 * kc + 1})
+    return sorted({kc - 1, kc, kc + 1, kc + ks, kc + kc // 2, kc + kc // 2 + 1,
+                   2 * kc - 1, 2 * kc, 2 * kc + 3, 3 * kc + 1})
 
 
 def test_family_info_has_a_depth_block(isa):
