@@ -760,14 +760,19 @@ def test_dynamic_quantize_linear_loops_bit_exact(isa):
     cases.append(-np.abs(rng.standard_normal(999)).astype(F32))    # hi = 0
     cases.append(np.array([3e-43, 0, 1e-44], F32))                 # denormal scale
     cases.append(rng.standard_normal((40, 50)).astype(F32)[:, ::3])  # strided
+    for pos in (5, 20, 40, 60, 150):   # the extremes in each chain of the unrolled loop
+        x = rng.uniform(-1, 1, 200).astype(F32)
+        x[pos], x[199 - pos] = F32(7.5), F32(-9.25)
+        cases.append(x)
     for x in cases:
         q, s, z = c.dynamic_quantize_linear(x)
         q0, s0, z0 = _dql_numpy(x)
         assert s.dtype == F32 and s.view(np.uint32) == s0.view(np.uint32)
         assert z == z0 and q.shape == x.shape and np.array_equal(q, q0)
-    for n in (1, 7, 8, 9, 16, 17, 33):
+    for n in (1, 7, 8, 9, 16, 17, 33, 64, 100, 257):
         for bad in (np.nan, np.inf, -np.inf):
-            for pos in {0, n // 2, n - 1}:
+            # every lane group of the 64-element unrolled loop and the tails
+            for pos in {p for p in (0, 17, 35, 50, 63, 64, n // 2, n - 1) if p < n}:
                 x = np.ones(n, F32)
                 x[pos] = bad
                 with pytest.raises(ValueError, match="NaN or infinity"):

@@ -15,6 +15,29 @@ int gk_f32_range_avx512(const float *src, size_t n, float *lo, float *hi)
     __m512 l = _mm512_set1_ps(src[0]), h = l;
     __mmask16 ok = 0xffff;
     size_t i = 0;
+    if (n >= 64) { /* four independent chains: vminps/vmaxps latency, not loads, bound one */
+        __m512 l1 = l, l2 = l, l3 = l, h1 = h, h2 = h, h3 = h;
+        __mmask16 ok1 = 0xffff, ok2 = 0xffff, ok3 = 0xffff;
+        for (; i + 64 <= n; i += 64) {
+            const __m512 x0 = _mm512_loadu_ps(src + i), x1 = _mm512_loadu_ps(src + i + 16);
+            const __m512 x2 = _mm512_loadu_ps(src + i + 32), x3 = _mm512_loadu_ps(src + i + 48);
+            ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(x0), big, _CMP_LE_OQ);
+            ok1 &= _mm512_cmp_ps_mask(_mm512_abs_ps(x1), big, _CMP_LE_OQ);
+            ok2 &= _mm512_cmp_ps_mask(_mm512_abs_ps(x2), big, _CMP_LE_OQ);
+            ok3 &= _mm512_cmp_ps_mask(_mm512_abs_ps(x3), big, _CMP_LE_OQ);
+            l = _mm512_min_ps(l, x0);
+            l1 = _mm512_min_ps(l1, x1);
+            l2 = _mm512_min_ps(l2, x2);
+            l3 = _mm512_min_ps(l3, x3);
+            h = _mm512_max_ps(h, x0);
+            h1 = _mm512_max_ps(h1, x1);
+            h2 = _mm512_max_ps(h2, x2);
+            h3 = _mm512_max_ps(h3, x3);
+        }
+        ok &= ok1 & ok2 & ok3;
+        l = _mm512_min_ps(_mm512_min_ps(l, l1), _mm512_min_ps(l2, l3));
+        h = _mm512_max_ps(_mm512_max_ps(h, h1), _mm512_max_ps(h2, h3));
+    }
     for (; i + 16 <= n; i += 16) {
         const __m512 x = _mm512_loadu_ps(src + i);
         ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(x), big, _CMP_LE_OQ); /* false: NaN, inf */
