@@ -183,7 +183,19 @@ typedef struct gk_qgemm_kernel {
      * entry that leaves it out: none past smallm_max.  For families whose small-M path
      * then beats packing (the zmm vpdpbusd staged path). */
     int smallm_wide_max;
+    /* Bytes between consecutive nr-column panels of packed B beyond the panel itself
+     * (gk_qgemm_b_panel_stride); 0, as in a table entry that leaves it out: none.  With a
+     * depth kp that is a multiple of 128 a panel is a multiple of 4 KiB, so the packer's
+     * stores into many panels at once all fall into one L1 set; a family whose pack_b
+     * writes many panels per source row pads them apart (and writes its panels there). */
+    int b_panel_pad;
 } gk_qgemm_kernel;
+
+/* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */
+static inline size_t gk_qgemm_b_panel_stride(const gk_qgemm_kernel *kern, size_t kp)
+{
+    return (size_t)kern->nr * kp * (size_t)kern->b_elem_bytes + (size_t)kern->b_panel_pad;
+}
 
 /* K * N from which smallm_wide_max applies (1 MiB of int8 B: below it B sits in L2 and
  * the packed path wins). */

@@ -152,7 +152,8 @@ static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
     const int nblk = kb >= K ? 1 : (K + kb - 1) / kb, kbk = kb >= K ? K : kb;
     int kbp = (kbk + kr->kstep - 1) / kr->kstep * kr->kstep;
     int mp = (M + kr->mr - 1) / kr->mr * kr->mr, np = (N + kr->nr - 1) / kr->nr * kr->nr;
-    size_t asz = (size_t)mp * kbp * kr->a_elem_bytes, bsz = (size_t)np * kbp * kr->b_elem_bytes;
+    size_t asz = (size_t)mp * kbp * kr->a_elem_bytes,
+           bsz = (size_t)(np / kr->nr) * gk_qgemm_b_panel_stride(kr, (size_t)kbp);
     uint8_t *pa = (uint8_t *)xmalloc(asz + 64), *pb = (uint8_t *)xmalloc(bsz + 64);
     int32_t *rsb = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)M + 4);
     int32_t *csb = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)N + 4);
@@ -216,7 +217,8 @@ static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
             for (int n0 = 0; n0 < N; n0 += kr->nr) {
                 int mv = M - m0 < kr->mr ? M - m0 : kr->mr, nv = N - n0 < kr->nr ? N - n0 : kr->nr;
                 kr->ukernel(mv, nv, kcp, pa + (size_t)m0 * kcp * kr->a_elem_bytes,
-                            pb + (size_t)n0 * kcp * kr->b_elem_bytes, &e, m0, n0);
+                            pb + (size_t)(n0 / kr->nr) * gk_qgemm_b_panel_stride(kr, (size_t)kcp),
+                            &e, m0, n0);
             }
         if (kr->end)
             kr->end();

@@ -239,24 +239,31 @@ static void add_sums(int32_t *tot, const int32_t *blk, int n)
         tot[i] = (int32_t)((uint32_t)tot[i] + (uint32_t)blk[i]);
 }
 
+/* Bytes of one packed depth block of B kp deep over n columns (its panels, padded). */
+static size_t b_block_bytes(const gk_qgemm_kernel *kern, size_t n, size_t kp)
+{
+    return round_up(n, (size_t)kern->nr) / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kp);
+}
+
 /* B packed whole into bc: depth block after depth block, each in nr-column panels;
- * block pc (every earlier one kbp deep) starts at np_all * pc, and its block jc (a
- * multiple of nr) at panel jc / nr, where packing block by block puts it.  The column
- * sums of every block are added up in bc->colsum.  Returns 0, or -1 without memory. */
+ * block b (every earlier one kcb deep) starts at b * b_block_bytes(n_all, kcb), and its
+ * block jc (a multiple of nr) at panel jc / nr, where packing block by block puts it.
+ * The column sums of every block are added up in bc->colsum.  Returns 0, or -1 without
+ * memory. */
 static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc)
 {
     const int N = p->n, K = p->k;
     const uint8_t b_xor = p->b_signed ? 0 : 0x80;
-    const size_t np_all = round_up((size_t)N, (size_t)kern->nr);
     int kcb, nblk;
     int32_t *blk = NULL;
     k_blocks(kern, K, &kcb, &nblk);
+    const size_t blk_bytes = b_block_bytes(kern, (size_t)N, (size_t)kcb);
     if (nblk > 1 && (blk = (int32_t *)gk_aligned_alloc((size_t)N * 4)) == NULL)
         return -1;
     for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
         const int kcur = K - pc < kcb ? K - pc : kcb;
         kern->pack_b(kcur, N, p->b + (ptrdiff_t)pc * p->b_rs, p->b_rs, p->b_cs, b_xor,
-                     bc->mem + np_all * (size_t)pc * kern->b_elem_bytes,
+                     bc->mem + (size_t)b * blk_bytes,
                      b == 0 ? bc->colsum : blk);
         if (b > 0)
             add_sums(bc->colsum, blk, N);
@@ -269,11 +276,14 @@ static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, b
 }
 
 /* Bytes of the packed panels of all of a k x n B (64-byte rounded: the column sums
- * follow them). */
+ * follow them): its depth blocks as bcache_fill lays them out. */
 static size_t bcache_panel_bytes(const gk_qgemm_kernel *kern, int k, int n)
 {
-    const size_t kp = round_up((size_t)k, (size_t)kern->kstep);
-    return gk_round64(round_up((size_t)n, (size_t)kern->nr) * kp * (size_t)kern->b_elem_bytes);
+    int kcb, nblk;
+    k_blocks(kern, k, &kcb, &nblk);
+    const size_t last = round_up((size_t)(k - (nblk - 1) * kcb), (size_t)kern->kstep);
+    return gk_round64((size_t)(nblk - 1) * b_block_bytes(kern, (size_t)n, (size_t)kcb) +
+                      b_block_bytes(kern, (size_t)n, last));
 }
 
 /* An empty cache for p's B in mem (bcache_panel_bytes, then n column sums). */
@@ -351,10 +361,10 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int kcb = bl.kcb, nblk = bl.nblk;
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
-    const size_t np_all = cached ? round_up((size_t)bc->n_all, (size_t)kern->nr) : 0;
+    const size_t blk_bytes = cached ? b_block_bytes(kern, (size_t)bc->n_all, kbp) : 0;
     const int use_part_scratch = requant && nblk > 1;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
-    const size_t bpack = use_smallm || cached ? 0 : round_up(nc, kern->nr) * kbp * kern->b_elem_bytes;
+    const size_t bpack = use_smallm || cached ? 0 : b_block_bytes(kern, nc, kbp);
     /* column sums: the block being packed + the running total (nc each) */
     const size_t colsums = use_smallm || cached ? 0 : 2 * nc;
 
@@ -479,8 +489,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                 const size_t kcp = round_up((size_t)kcur, (size_t)kern->kstep);
                 const int32_t *cs = colsum;
                 if (cached) {
-                    bp = bc->mem + (np_all * (size_t)pc + ((size_t)bc->n_off + jc) * kcp) *
-                                       kern->b_elem_bytes;
+                    bp = bc->mem + (size_t)b * blk_bytes +
+                         ((size_t)bc->n_off + jc) / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kcp);
                     cs = bc->colsum + bc->n_off + jc;
                 } else {
                     kern->pack_b(kcur, ncur, p->b + (ptrdiff_t)pc * p->b_rs + (ptrdiff_t)jc * p->b_cs,
@@ -530,7 +540,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                             row_corr[ic + i] = (int32_t)((uint32_t)rowsum[ic + i] * (uint32_t)zb[0]);
                     for (int jr = 0; jr < ncur; jr += kern->nr) {
                         const unsigned char *bpanel =
-                            (const unsigned char *)bp + (size_t)jr * kcp * kern->b_elem_bytes;
+                            (const unsigned char *)bp +
+                            (size_t)jr / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kcp);
                         const int nrv = ncur - jr < kern->nr ? ncur - jr : kern->nr;
                         for (int ir = 0; ir < mcur; ir += kern->mr) {
                             const unsigned char *apanel =

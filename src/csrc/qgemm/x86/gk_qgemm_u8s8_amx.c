@@ -124,7 +124,8 @@ static void gk_qgemm_u8s8_amx_pack_a(int mc, int k, const uint8_t *a, ptrdiff_t 
 static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
                                      uint8_t b_xor, void *dst, int32_t *colsum)
 {
-    gk_x86_pack_b32_quad(k, gk_x86_round_up(k, GK_AMX_KS), nc, b, rs, cs, b_xor, dst, colsum);
+    gk_x86_pack_b32_quad(k, gk_x86_round_up(k, GK_AMX_KS), nc, b, rs, cs, b_xor, dst, colsum,
+                         0);
 }
 
 /* ---------------------------------------------------------------- micro-kernel */
