@@ -800,4 +800,5 @@ def test_integer_to_float_loop_bit_exact(isa, ncols):
             assert_bits(got, want)
     big = rng.integers(-2**31, 2**31, (3, ncols), dtype=np.int64).astype(np.int32)
     s = np.array([F32(0.7)])
-    assert_bits(_core._i32_scale(big, s, None), np.multiply(big.astype(F32), s[0], dtype=F32))
+    assert_bits(_core._i32_scale(big, s, np.array([F32(1)]), None),
+                np.multiply(big.astype(F32), s[0], dtype=F32))

@@ -335,25 +335,36 @@ def _quantize_u8(x, float scale, float zp):
     return out
 
 
-def _i32_scale(acc, scale, bias):
-    """float32 (float32(acc) * scale) [+ bias]: acc a C-contiguous int32 array, scale a
-    1-D float32 array of 1 or acc.shape[-1] elements, bias None or 1-D float32 of
-    acc.shape[-1]; one rounding per operation."""
+def _i32_scale(acc, sa, sb, bias):
+    """float32 (float32(acc) * (sa * sb)) [+ bias], each a float32 operation: acc a
+    C-contiguous int32 array; sa, sb 1-D float32 arrays of 1 or acc.shape[-1] elements
+    (per tensor / per column), their product taken once per column; bias None or 1-D
+    float32 of acc.shape[-1]."""
     out = np.empty(acc.shape, np.float32)
     if acc.size == 0:
         return out
     cdef int[::1] a = acc.reshape(-1)
     cdef float[::1] o = out.reshape(-1)
-    cdef float[::1] s = scale
+    cdef const float[::1] va = sa
+    cdef const float[::1] vb = sb
     cdef float[::1] b
     cdef const float *bp = NULL
-    cdef size_t n = a.shape[0], ncols = acc.shape[acc.ndim - 1]
-    cdef int per_col = s.shape[0] > 1
+    cdef size_t n = a.shape[0], ncols = acc.shape[acc.ndim - 1], j
+    cdef int per_col = va.shape[0] > 1 or vb.shape[0] > 1
+    cdef float s0
     if bias is not None:
         b = bias
         bp = &b[0]
+    if not per_col:
+        s0 = va[0] * vb[0]
+        with nogil:
+            gk_i32_scale_n(<const int32_t *>&a[0], &o[0], n, ncols, &s0, 0, bp)
+        return out
+    cdef float[::1] s = np.empty(ncols, np.float32)
+    for j in range(ncols):
+        s[j] = va[j if va.shape[0] > 1 else 0] * vb[j if vb.shape[0] > 1 else 0]
     with nogil:
-        gk_i32_scale_n(<const int32_t *>&a[0], &o[0], n, ncols, &s[0], per_col, bp)
+        gk_i32_scale_n(<const int32_t *>&a[0], &o[0], n, ncols, &s[0], 1, bp)
     return out
 
 

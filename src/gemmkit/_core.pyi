@@ -209,5 +209,8 @@ def _dql_u8(
 ) -> tuple[int, NDArray[np.uint8] | None, float, int, float, float]: ...
 def _quantize_u8(x: NDArray[np.float32], scale: float, zp: float) -> NDArray[np.uint8]: ...
 def _i32_scale(
-    acc: NDArray[np.int32], scale: NDArray[np.float32], bias: NDArray[np.float32] | None
+    acc: NDArray[np.int32],
+    sa: NDArray[np.float32],
+    sb: NDArray[np.float32],
+    bias: NDArray[np.float32] | None,
 ) -> NDArray[np.float32]: ...

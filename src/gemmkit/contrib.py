@@ -269,18 +269,18 @@ def _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr):
         acc = _engine(op, matmul_integer, A, B, a_zero_point)
     else:
         acc = _engine(op, matmul_integer, A, B, a_zero_point, b_zero_point)
+    if sa.dtype == _F32 and acc.flags.c_contiguous and acc.ndim >= 1:
+        # per-tensor or per-column scales and bias (the usual forms): the scale product
+        # and one pass over acc in C, the same float32 operations
+        n = acc.shape[-1]
+        sa1, sb1 = _per_column(sa, n), _per_column(sb, n)
+        b1 = None if bias_arr is None else _per_column(bias_arr, n)
+        if sa1 is not None and sb1 is not None and (
+                bias_arr is None or (b1 is not None and b1.size == n)):
+            return _core._i32_scale(acc, sa1, sb1, b1)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         # one float32 multiplication of the (exactly widened) scales
         scale = np.multiply(sa.astype(_F32), sb.astype(_F32), dtype=_F32)
-    if sa.dtype == _F32 and acc.flags.c_contiguous and acc.ndim >= 1:
-        # per-tensor or per-column scale and bias (the usual forms): one C pass of the
-        # same float32 operations
-        n = acc.shape[-1]
-        s1 = _per_column(scale, n)
-        b1 = None if bias_arr is None else _per_column(bias_arr.astype(_F32), n)
-        if s1 is not None and (bias_arr is None or (b1 is not None and b1.size == n)):
-            return _core._i32_scale(acc, s1, b1)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         y = acc.astype(_F32)                       # int32 -> float32, nearest even
         y = np.multiply(y, scale, dtype=_F32)      # one float32 multiplication
         if bias_arr is not None:
