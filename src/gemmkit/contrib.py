@@ -510,6 +510,9 @@ def qgemm(A: NDArray[Any], a_scale: ArrayLike, a_zero_point: ArrayLike,
     if c_arr is not None:
         acc = np.add(acc, c_arr, dtype=np.int32)   # int32 arithmetic: wraps mod 2**32
     sb32 = sb.astype(_F32).reshape(-1)              # size 1 or [N]: broadcasts along N
+    if not quantized and acc.flags.c_contiguous and acc.shape == (m_, n_):
+        # f32(f32(acc) * f32(sa_alpha * b_scale)) in one C pass, the same float32 steps
+        return _core._i32_scale(acc, np.array([sa_alpha], _F32), sb32, None)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         s = np.multiply(sa_alpha, sb32, dtype=_F32)
         if not quantized:
