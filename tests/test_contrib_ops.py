@@ -802,3 +802,30 @@ def test_integer_to_float_loop_bit_exact(isa, ncols):
     s = np.array([F32(0.7)])
     assert_bits(_core._i32_scale(big, s, np.array([F32(1)]), None),
                 np.multiply(big.astype(F32), s[0], dtype=F32))
+
+
+def test_read_only_inputs(isa):
+    """Read-only arrays (model initializers, np.frombuffer) are inputs like any other: the
+    C loops take them without a copy or a 'read-only buffer' error."""
+    c = _c()
+    rng = np.random.default_rng(41)
+
+    def ro(a):
+        a = np.array(a)
+        a.setflags(write=False)
+        return a
+    x = ro(rng.standard_normal((5, 70)).astype(F32))
+    q, s, z = c.dynamic_quantize_linear(x)
+    q0, s0, z0 = _dql_numpy(x)
+    assert np.array_equal(q, q0) and s == s0 and z == z0
+    A = ro(rng.integers(0, 256, (4, 9)).astype(U8))
+    B = ro(rng.integers(-128, 128, (9, 20)).astype(S8))
+    sa, sb = ro(F32(0.02)), ro(rng.uniform(0.5, 2, 20).astype(F32))
+    bias = ro(rng.standard_normal(20).astype(F32))
+    assert_bits(c.matmul_integer_to_float(A, B, sa, sb, None, None, bias),
+                co.matmul_integer_to_float(A, B, sa, sb, None, None, bias))
+    Af = ro(rng.standard_normal((3, 9)).astype(F32))
+    assert_bits(c.dynamic_quantize_matmul(Af, B, sb, None, bias),
+                co.dynamic_quantize_matmul(Af, B, sb, None, bias))
+    assert_bits(c.qgemm(A, F32(0.5), U8(3), B, sb, None),
+                co.qgemm(A, F32(0.5), U8(3), B, sb, None))

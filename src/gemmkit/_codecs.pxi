@@ -312,7 +312,7 @@ def _cast_f64_scalar(double x, int dst_type):
 def _f32_range(x):
     """(all finite, min, max) of a non-empty C-contiguous float32 array (min and max are
     meaningless when not all finite)."""
-    cdef float[::1] v = x.reshape(-1)
+    cdef const float[::1] v = x.reshape(-1)
     cdef float lo = 0, hi = 0
     cdef int ok
     cdef size_t n = v.shape[0]
@@ -327,7 +327,7 @@ def _quantize_u8(x, float scale, float zp):
     out = np.empty(x.shape, np.uint8)
     if x.size == 0:
         return out
-    cdef float[::1] v = x.reshape(-1)
+    cdef const float[::1] v = x.reshape(-1)
     cdef uint8_t[::1] o = out.reshape(-1)
     cdef size_t n = v.shape[0]
     with nogil:
@@ -343,11 +343,11 @@ def _i32_scale(acc, sa, sb, bias):
     out = np.empty(acc.shape, np.float32)
     if acc.size == 0:
         return out
-    cdef int[::1] a = acc.reshape(-1)
+    cdef const int[::1] a = acc.reshape(-1)
     cdef float[::1] o = out.reshape(-1)
     cdef const float[::1] va = sa
     cdef const float[::1] vb = sb
-    cdef float[::1] b
+    cdef const float[::1] b
     cdef const float *bp = NULL
     cdef size_t n = a.shape[0], ncols = acc.shape[acc.ndim - 1], j
     cdef int per_col = va.shape[0] > 1 or vb.shape[0] > 1
@@ -375,7 +375,7 @@ def _dql_u8(x):
     else (hi - lo) / 255; zp = rint(clamp(0 - lo / scale, 0, 255))).  status: 0 done, 1 a
     NaN or infinity in x, 2 hi - lo overflows float32, 3 the scale underflows to 0 (y is
     then not computed)."""
-    cdef float[::1] v
+    cdef const float[::1] v
     cdef float lo = 0, hi = 0, xmin = 0, xmax = 0, rng, scale = 1, zp0, zp = 0
     cdef float zero = 0, top = 255
     cdef size_t n = x.size
