@@ -1,7 +1,7 @@
 # Software codecs (float8 formats, float16/bfloat16 bulk conversions): the C declarations for
 # the other .pxi files of _core, and private Python helpers used by the tests.
 # Included into _core.pyx (numpy already cimported and initialised there).
-from libc.math cimport rintf
+from libc.math cimport isinf, rintf
 from libc.stdint cimport uint8_t, uint16_t
 
 cdef inline int _codec_fmt(int fmt) except -1:
@@ -309,32 +309,6 @@ def _cast_f64_scalar(double x, int dst_type):
 
 # ---- the contrib ops' loops (gemmkit.contrib: DynamicQuantizeLinear, MatMulIntegerToFloat) --
 
-def _f32_range(x):
-    """(all finite, min, max) of a non-empty C-contiguous float32 array (min and max are
-    meaningless when not all finite)."""
-    cdef const float[::1] v = x.reshape(-1)
-    cdef float lo = 0, hi = 0
-    cdef int ok
-    cdef size_t n = v.shape[0]
-    with nogil:
-        ok = gk_f32_range(&v[0], n, &lo, &hi)
-    return bool(ok), np.float32(lo), np.float32(hi)
-
-
-def _quantize_u8(x, float scale, float zp):
-    """clip(rint(x / scale) + zp, 0, 255) as uint8, each step one float32 operation, of a
-    C-contiguous float32 array (finite; scale > 0, zp integral in [0, 255])."""
-    out = np.empty(x.shape, np.uint8)
-    if x.size == 0:
-        return out
-    cdef const float[::1] v = x.reshape(-1)
-    cdef uint8_t[::1] o = out.reshape(-1)
-    cdef size_t n = v.shape[0]
-    with nogil:
-        gk_quantize_u8_n(&v[0], &o[0], n, scale, zp)
-    return out
-
-
 def _i32_scale(acc, sa, sb, bias):
     """float32 (float32(acc) * (sa * sb)) [+ bias], each a float32 operation: acc a
     C-contiguous int32 array; sa, sb 1-D float32 arrays of 1 or acc.shape[-1] elements
@@ -393,7 +367,7 @@ def _dql_u8(x):
         hi = xmax if xmax > zero else zero
     if hi != lo:
         rng = hi - lo
-        if rng - rng != 0:  # inf
+        if isinf(rng):
             return 2, None, 1.0, 0, lo, hi
         scale = rng / top
         if scale == 0:

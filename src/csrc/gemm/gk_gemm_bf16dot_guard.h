@@ -61,6 +61,25 @@ static inline void gk_bf16_span_scan(gk_bf16_span *s, const char *p, ptrdiff_t r
         }
 }
 
+/* Orients a rows x cols matrix (element (r, c) at *p + r * *rs + c * *cs bytes) so that
+ * its rows are the contiguous direction where either one is (2-byte elements): swaps the
+ * roles of rows and columns when only the columns are contiguous.  The span does not
+ * depend on the orientation.  Returns 1 when the rows are contiguous (*cs == 2): the
+ * families' vector scans run along them; else gk_bf16_span_scan. */
+static inline int gk_bf16_rows_contiguous(ptrdiff_t *rs, ptrdiff_t *cs, ptrdiff_t *rows,
+                                          ptrdiff_t *cols)
+{
+    if (*cs != 2 && *rs == 2) {
+        ptrdiff_t t = *rs;
+        *rs = *cs;
+        *cs = t;
+        t = *rows;
+        *rows = *cols;
+        *cols = t;
+    }
+    return *cs == 2;
+}
+
 /* Sum of the two smallest exponent FIELDS (biased, 1..254) below which a product or sum
  * could be flushed: eA + eB >= -112 unbiased  <=>  EA + EB >= 2*127 - 112 = 142. */
 #define GK_BF16DOT_MIN_EXP_SUM 142

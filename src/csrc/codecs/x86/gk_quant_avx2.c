@@ -72,11 +72,9 @@ void gk_i32_scale_n_avx2(const int32_t *acc, float *dst, size_t n, size_t ncols,
                 v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
             _mm256_storeu_ps(dst + i + j, v);
         }
-        for (; j < ncols; j++) {
-            float v = (float)acc[i + j] * scale[scale_per_col ? j : 0];
-            if (bias != NULL)
-                v = v + bias[j];
-            dst[i + j] = v;
-        }
+        if (j < ncols) /* the row's tail: one row of ncols - j columns */
+            gk_i32_scale_n_scalar(acc + i + j, dst + i + j, ncols - j, ncols - j,
+                                  scale + (scale_per_col ? j : 0), scale_per_col,
+                                  bias != NULL ? bias + j : NULL);
     }
 }

@@ -213,15 +213,7 @@ static gk_bf16_span scan(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t ro
                          ptrdiff_t cols)
 {
     gk_bf16_span s = GK_BF16_SPAN_EMPTY;
-    if (cs != 2 && rs == 2) { /* contiguous columns: scan the transpose */
-        ptrdiff_t t = rs;
-        rs = cs;
-        cs = t;
-        t = rows;
-        rows = cols;
-        cols = t;
-    }
-    if (cs != 2) {
+    if (!gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
         gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
         return s;
     }

@@ -390,15 +390,7 @@ static unsigned scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t ro
                          ptrdiff_t cols)
 {
     unsigned best = 0xffff;
-    if (cs != 2 && rs == 2) { /* contiguous columns: scan the transpose */
-        ptrdiff_t t = rs;
-        rs = cs;
-        cs = t;
-        t = rows;
-        rows = cols;
-        cols = t;
-    }
-    if (cs == 2) {
+    if (gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
         const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
         __m512i acc = _mm512_set1_epi16(-1);
         GK_ALIGNED(64) uint16_t lane[32];
