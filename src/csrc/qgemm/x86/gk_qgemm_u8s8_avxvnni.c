@@ -22,7 +22,10 @@
 #define GK_UK_MR 4
 #define GK_UK_NV 3
 #define GK_UK_KSTEP 4
-#define GK_UK_PACK gk_x86_pack_quad
+/* B panels unpadded: not measured on an AVX-VNNI machine (gk_x86_pack_quad has no pad) */
+#define GK_UK_B_PANEL_PAD 0
+#define GK_UK_PACK(s, sl, sd, x, sgn, R, n, k, dst, sums, pad) \
+    gk_x86_pack_quad(s, sl, sd, x, sgn, R, n, k, dst, sums)
 #define GK_UK_MAC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
 #define GK_UK_PACK_A gk_qgemm_u8s8_avxvnni_pack_a
 #define GK_UK_PACK_B gk_qgemm_u8s8_avxvnni_pack_b

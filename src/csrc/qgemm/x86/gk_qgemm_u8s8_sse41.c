@@ -20,17 +20,21 @@
 
 #define GK_SSE41_MR 4
 #define GK_SSE41_NR 8
+/* Packed B panels 128 bytes apart beyond their 8 kp int16 pairs (gk_qgemm_kernel.
+ * b_panel_pad): with kp a multiple of 256 a panel is a multiple of 4 KiB, and the
+ * row-major packer's stores into nc / 8 panels per k-pair would share one L1 set. */
+#define GK_SSE41_B_PANEL_PAD 128
 
 static void gk_qgemm_u8s8_sse41_pack_a(int mc, int k, const uint8_t *a, ptrdiff_t rs, ptrdiff_t cs,
                                        uint8_t a_xor, void *dst, int32_t *rowsum)
 {
-    gk_x86_pack_pair(a, rs, cs, a_xor, 0, GK_SSE41_MR, mc, k, dst, rowsum);
+    gk_x86_pack_pair(a, rs, cs, a_xor, 0, GK_SSE41_MR, mc, k, dst, rowsum, 0);
 }
 
 static void gk_qgemm_u8s8_sse41_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t rs, ptrdiff_t cs,
                                        uint8_t b_xor, void *dst, int32_t *colsum)
 {
-    gk_x86_pack_pair(b, cs, rs, b_xor, 1, GK_SSE41_NR, nc, k, dst, colsum);
+    gk_x86_pack_pair(b, cs, rs, b_xor, 1, GK_SSE41_NR, nc, k, dst, colsum, GK_SSE41_B_PANEL_PAD);
 }
 
 static void gk_qgemm_u8s8_sse41_4x8_ukernel(int mr_valid, int nr_valid, int kp, const void *a_panel,
@@ -108,4 +112,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_sse41 = {
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_sse41_smallm,
     NULL, NULL, /* begin, end: none */
     0,          /* kc: from the tile and L1 (gk_qgemm_kc) */
+    0,          /* packed_min_m: the default */
+    0,          /* smallm_wide_max: none */
+    GK_SSE41_B_PANEL_PAD, /* b_panel_pad: see its definition */
 };

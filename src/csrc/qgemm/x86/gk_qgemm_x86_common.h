@@ -17,9 +17,11 @@
  *
  * Panel layout used by every x86 family, parametrised by R (mr or nr), KS (kstep) and
  * EB (element bytes): the packed element (r, d) of panel p = r / R lives at element index
- *     p * R * kp  +  ((d / KS) * R + r % R) * KS  +  d % KS
+ *     p * ps  +  ((d / KS) * R + r % R) * KS  +  d % KS
  * i.e. each k-group of KS consecutive depth values of one row (A) or column (B) is
  * contiguous, and the R rows/columns of a panel follow each other inside the group.
+ * ps = R * kp, plus b_panel_pad / EB between the B panels of a family that pads them
+ * (gk_qgemm_b_panel_stride).
  *   EB = 1: the xor'ed byte itself (a' uint8 / b' int8), KS = 4   (vpdpbusd)
  *   EB = 2: the xor'ed value widened to int16 (a' zero-, b' sign-extended), KS = 2
  *           (vpmaddwd: two exact int16 products summed in int32). */
@@ -40,15 +42,17 @@ static inline int gk_x86_round_up(int x, int m) { return (x + m - 1) / m * m; }
 /* Packs the elements (r, d) with r in [r0, r1), d in [d0, d1) of the R x KS panel
  * layout above.  Source element (r, d) is src[r * sr + d * sd] ^ x for r < nreal and
  * d < kreal, zero otherwise (padding).  sums[r] += value for the real elements (uint32
- * wrap-around == ONNX int32 wrap).  sgn: the value is int8 (B) rather than uint8 (A). */
+ * wrap-around == ONNX int32 wrap).  sgn: the value is int8 (B) rather than uint8 (A).
+ * ps: elements from one panel to the next (R * kp, or more for B panels padded apart:
+ * gk_qgemm_kernel.b_panel_pad). */
 static inline void gk_x86_pack_range(const uint8_t *src, ptrdiff_t sr, ptrdiff_t sd, uint8_t x,
-                                     int sgn, int R, int KS, int EB, int kp, int nreal,
+                                     int sgn, int R, int KS, int EB, ptrdiff_t ps, int nreal,
                                      int kreal, int r0, int r1, int d0, int d1, void *dst,
                                      int32_t *sums)
 {
     for (int r = r0; r < r1; r++) {
         uint32_t s = 0;
-        ptrdiff_t base = (ptrdiff_t)(r / R) * R * kp + r % R * KS;
+        ptrdiff_t base = (ptrdiff_t)(r / R) * ps + r % R * KS;
         for (int d = d0; d < d1; d++) {
             int32_t v = 0;
             if (r < nreal && d < kreal) {
