@@ -385,6 +385,13 @@ static void test_family(const gk_qgemm_kernel *kr)
                  rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
                  rnd_in(0, N_PAT - 1), z);
     }
+    /* one row, A's zero point 0 (no column-sum row) and B's row stride a multiple of 4 KB,
+     * for both B signs: the vpdpbusd families sweep each 16-row pass as two 8-row halves
+     * (gk_smq_pass_reg), without the xor for an int8 B */
+    for (int z = 0; z < 6; z++)
+        one_case(kr, 1, z < 3 ? 4096 : 8192, z % 3 == 0 ? 16 : z % 3 == 1 ? 37 : 64, LAY_ROW,
+                 z % 2 ? LAY_NEGROW : LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
+                 z % 2 ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), 0);
     /* 9..16 rows with B's row stride a multiple of 2 KB: the pair families run the rows in
      * groups of at most 8, each with its rows' epilogue (gk_qepi_rows_from): per-row
      * multipliers / zero points, every output kind, A gathered or strided, B upside down */
