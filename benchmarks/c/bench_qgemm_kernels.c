@@ -77,7 +77,8 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
     /* packed panels 64-byte aligned, as the driver allocates them (AMX tile rows are 64
      * bytes: misaligned, every row load splits two cache lines) */
     uint8_t *pa0 = malloc(64 + ((size_t)mp * kp * kr->a_elem_bytes + 63) / 64 * 64);
-    uint8_t *pb0 = malloc(64 + ((size_t)np * kp * kr->b_elem_bytes + 63) / 64 * 64);
+    const size_t ps = gk_qgemm_b_panel_stride(kr, (size_t)kp); /* panels may pad apart */
+    uint8_t *pb0 = malloc(64 + ((size_t)(np / kr->nr) * ps + 63) / 64 * 64);
     uint8_t *pa = (uint8_t *)(((uintptr_t)pa0 + 63) & ~(uintptr_t)63);
     uint8_t *pb = (uint8_t *)(((uintptr_t)pb0 + 63) & ~(uintptr_t)63);
     int32_t *rs = calloc(MB, 4), *cs = calloc(NB, 4), *zero = calloc(NB + MB, 4);
@@ -105,7 +106,7 @@ static void bench_family(const gk_qgemm_kernel *kr, int K)
                         kr->ukernel(MB - m0 < kr->mr ? MB - m0 : kr->mr,
                                     NB - n0 < kr->nr ? NB - n0 : kr->nr, kp,
                                     pa + (size_t)m0 * kp * kr->a_elem_bytes,
-                                    pb + (size_t)n0 * kp * kr->b_elem_bytes, &e, m0, n0);
+                                    pb + (size_t)(n0 / kr->nr) * ps, &e, m0, n0);
                 reps++;
             } while (now() - t0 < 0.02);
             t[r] = (now() - t0) / reps;
