@@ -19,6 +19,27 @@ static inline __m128i gk_pair_widen(__m128i v, int sgn)
     return sgn ? _mm_cvtepi8_epi16(v) : _mm_cvtepu8_epi16(v);
 }
 
+/* The W (4, 8 or 16) bytes at s and at s + sd, each ^ xv, in the low bytes of r0, r1. */
+static inline void gk_pair_rows_load(const uint8_t *s, ptrdiff_t sd, __m128i xv, int W,
+                                     __m128i *r0, __m128i *r1)
+{
+    if (W == 16) {
+        *r0 = _mm_loadu_si128((const __m128i *)s);
+        *r1 = _mm_loadu_si128((const __m128i *)(s + sd));
+    } else if (W == 8) {
+        *r0 = _mm_loadl_epi64((const __m128i *)s);
+        *r1 = _mm_loadl_epi64((const __m128i *)(s + sd));
+    } else {
+        int32_t w0, w1;
+        memcpy(&w0, s, 4);
+        memcpy(&w1, s + sd, 4);
+        *r0 = _mm_cvtsi32_si128(w0);
+        *r1 = _mm_cvtsi32_si128(w1);
+    }
+    *r0 = _mm_xor_si128(*r0, xv);
+    *r1 = _mm_xor_si128(*r1, xv);
+}
+
 /* One block of a line-contiguous source (sl == 1): W lines (4, 8 or 16, from line l of
  * the block's first depth row s) x np k-pairs (2 depth rows each, rows sd apart).  Per
  * k-pair: the two rows' bytes interleaved, then widened, give the pairs of W lines; the
@@ -34,15 +55,7 @@ static inline void gk_pair_rows_block(const uint8_t *s, ptrdiff_t sd, __m128i xv
         __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
         for (int p = 0; p < np; p++, s += 2 * sd) {
             __m128i r0, r1;
-            if (W == 16) {
-                r0 = _mm_loadu_si128((const __m128i *)s);
-                r1 = _mm_loadu_si128((const __m128i *)(s + sd));
-            } else {
-                r0 = _mm_loadl_epi64((const __m128i *)s);
-                r1 = _mm_loadl_epi64((const __m128i *)(s + sd));
-            }
-            r0 = _mm_xor_si128(r0, xv);
-            r1 = _mm_xor_si128(r1, xv);
+            gk_pair_rows_load(s, sd, xv, W, &r0, &r1);
             const __m128i u = _mm_unpacklo_epi8(r0, r1);
             const __m256i w0 = sgn ? _mm256_cvtepi8_epi16(u) : _mm256_cvtepu8_epi16(u);
             _mm256_storeu_si256((__m256i *)(o[0] + p * ks), w0);
@@ -66,21 +79,7 @@ static inline void gk_pair_rows_block(const uint8_t *s, ptrdiff_t sd, __m128i xv
                       _mm_setzero_si128()};
     for (int p = 0; p < np; p++, s += 2 * sd) {
         __m128i r0, r1, w[4];
-        if (W == 16) {
-            r0 = _mm_loadu_si128((const __m128i *)s);
-            r1 = _mm_loadu_si128((const __m128i *)(s + sd));
-        } else if (W == 8) {
-            r0 = _mm_loadl_epi64((const __m128i *)s);
-            r1 = _mm_loadl_epi64((const __m128i *)(s + sd));
-        } else {
-            int32_t w0, w1;
-            memcpy(&w0, s, 4);
-            memcpy(&w1, s + sd, 4);
-            r0 = _mm_cvtsi32_si128(w0);
-            r1 = _mm_cvtsi32_si128(w1);
-        }
-        r0 = _mm_xor_si128(r0, xv);
-        r1 = _mm_xor_si128(r1, xv);
+        gk_pair_rows_load(s, sd, xv, W, &r0, &r1);
         const __m128i u = _mm_unpacklo_epi8(r0, r1), v = _mm_unpackhi_epi8(r0, r1);
         w[0] = gk_pair_widen(u, sgn);
         w[1] = gk_pair_widen(_mm_srli_si128(u, 8), sgn);
