@@ -197,9 +197,12 @@ def test_packed_weight_repacked_on_each_worker(client):
 
 def _threads_report():
     """gemmkit's setting in this worker, and the pool a product large enough to split
-    built: workers = threads - 1."""
+    built: workers = threads - 1.  N = 640 columns: on every
+    family's nr (4..32) its 3 or 5 column parts cost less than 2 or 4, so the split uses
+    every thread on each path (512 columns are 16 AMX tiles: 5 parts would cost what 4
+    do, and the grid takes 4)."""
     a = np.full((512, 512), 2, np.uint8)
-    b = np.full((512, 512), 3, np.int8)
+    b = np.full((512, 640), 3, np.int8)
     right = bool((gk.matmul_integer(a, b) == 512 * 6).all())
     info = gk.cpu_info()
     return (gk.get_num_threads(), info["num_threads_source"], info["pool_threads"], right)
