@@ -139,6 +139,13 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
 static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv,
                                             int32_t *t)
 {
+    /* gk_qepi_block1 takes the partial-sum step itself: the scalar route of a finishing
+     * tile must see the raw dot products of this depth block, not the finished sums */
+    const int finishes = e->part_mode == GK_QPART_NONE || e->part_mode == GK_QPART_FINISH;
+    if (finishes && !gk_x86_epi_vector_ok(e)) {
+        gk_x86_tile_store_scalar(e, m0, n0, mv, nv, t, GK_AMX_NR);
+        return;
+    }
     if (e->part_mode != GK_QPART_NONE) {
         /* the partial-sum step of a depth block: FINISH leaves the sums in t */
         for (int i = 0; i < mv; i++)
@@ -150,12 +157,8 @@ static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, in
                 if (gk_qepi_zmm_part(e, m0 + i, n0 + 16 * v, &y, mk))
                     _mm512_store_si512((void *)(t + i * GK_AMX_NR + 16 * v), y);
             }
-        if (e->part_mode != GK_QPART_FINISH)
+        if (!finishes)
             return;
-    }
-    if (!gk_x86_epi_vector_ok(e)) {
-        gk_x86_tile_store_scalar(e, m0, n0, mv, nv, t, GK_AMX_NR);
-        return;
     }
     __mmask16 mk[2];
     __m512i bzp[2], cc[2], zacc[2];
