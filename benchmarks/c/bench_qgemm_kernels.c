@@ -49,8 +49,11 @@ static void peaks(void)
 {
     unsigned f = gk_cpu_features();
     printf("instruction peaks (1 core, independent accumulators):\n");
-    if (f & GK_CPU_AMXINT8)
-        peak("tdpbusd (AMX)", gk_peak_tdpbusd);
+    /* the amx family's usable() asks Linux for the tile permission: without it the first
+     * tile instruction is a SIGILL, whatever CPUID says */
+    for (int i = 0; i < gk_qgemm_kernel_count(); i++)
+        if (strcmp(gk_qgemm_kernel_at(i)->isa, "amx") == 0 && gk_qgemm_kernel_usable(i))
+            peak("tdpbusd (AMX)", gk_peak_tdpbusd);
     if ((f & GK_CPU_AVX512VNNI) && (f & GK_CPU_AVX512VL)) {
         peak("vpdpbusd zmm", gk_peak_dpbusd_zmm);
         peak("vpdpbusd ymm (evex)", gk_peak_dpbusd_ymm_evex);
