@@ -35,9 +35,9 @@ def _info():
     return _core._qgemm_family_info()
 
 
-def _blocking(m, n, k, requant):
+def _blocking(m, n, k, requant, cached=False):
     from gemmkit import _core
-    return _core._qgemm_blocking(m, n, k, requant)
+    return _core._qgemm_blocking(m, n, k, requant, cached)
 
 
 def _rand(rng, shape, dt):
@@ -156,7 +156,8 @@ def test_wide_and_tall_products_in_blocks(isa):
     origin moves with both.  Checked on a sample of rows around every group edge."""
     gk = _gk()
     f = _info()
-    k = 2 * f["kc"]
+    # a product this large takes kc_deep blocks where the family has them (amx)
+    k = 2 * (f["kc_deep"] or f["kc"])
     nc = _blocking(4096, 1 << 20, k, True)["nc"]
     n = nc + f["nr"] + 5  # two column blocks
     ms = _blocking(1 << 20, n, k, True)["ms"]
@@ -181,6 +182,42 @@ def test_wide_and_tall_products_in_blocks(isa):
         exp, _ = o.qlinear_matmul(a[rows], sr, zr, b, sb, bzp, np.float32(k / 8),
                                   np.array(-3, S8))
         _assert_same(got[rows], exp, "QLinearMatMul")
+
+
+def test_deep_blocks(isa):
+    """A family with kc_deep (amx) takes blocks of kc_deep where the partial sums one
+    depth block passes over (M or ms rows x nc int32) exceed half of L2, and blocks of kc
+    below that or where B comes from a cache (pack_b) laid out in blocks of kc.  Both
+    against the oracle at the same shape, K past one and two deep blocks."""
+    gk = _gk()
+    f = _info()
+    kc, kd = f["kc"], f["kc_deep"]
+    m = 8 * f["mr"] + 1
+    if not kd:  # then no product, however large its output, takes deeper blocks
+        for k in (2 * kc + 3, 8 * kc + 1):
+            for requant in (False, True):
+                assert _blocking(1 << 14, 1 << 14, k, requant)["kcb"] <= kc
+        return
+    small = _blocking(m, f["nr"] + 1, 2 * kd + 3, False)
+    assert small["kcb"] <= kc and small["nblk"] > 2, small
+    n = next(n for n in range(f["nr"], 1 << 16, f["nr"])
+             if _blocking(m, n, 2 * kd + 3, False)["kcb"] > kc)
+    rng = np.random.default_rng(8)
+    for k in (kd + kd // 2 + 1, 2 * kd + 3):
+        bl = _blocking(m, n, k, False)
+        assert kc < bl["kcb"] <= kd and bl["nblk"] >= 2, bl
+        assert _blocking(m, n, k, False, cached=True)["kcb"] <= kc
+        a = _rand(rng, (m, k), U8)
+        b = _rand(rng, (k, n), S8)
+        azp, bzp = _rand(rng, (m,), U8), _rand(rng, (n,), S8)
+        want = o.matmul_integer(a, b, azp, bzp)
+        _assert_same(gk.matmul_integer(a, b, azp, bzp), want, f"deep K={k}")
+        pb = gk.pack_b(b, "matmul_integer", b_zero_point=bzp)
+        _assert_same(gk.matmul_integer(a, pb, azp), want, f"pack_b K={k}")
+        sa = rng.uniform(0.5, 2, (m,)).astype(np.float32) / 64
+        sb = rng.uniform(0.5, 2, (n,)).astype(np.float32) / 64
+        args = (a, sa, azp, b, sb, bzp, np.float32(k / 8), np.array(7, U8))
+        o.check_qlinear(gk.qlinear_matmul(*args), *args)
 
 
 @pytest.mark.parametrize("route", ["fold", "fold_gather", "bcache"])

@@ -189,6 +189,11 @@ typedef struct gk_qgemm_kernel {
      * stores into many panels at once all fall into one L1 set; a family whose pack_b
      * writes many panels per source row pads them apart (and writes its panels there). */
     int b_panel_pad;
+    /* Depth block of a product whose partial sums would not stay in L2 (gk_qgemm_blocking_of
+     * with may_deepen); 0, as in a table entry that leaves it out: kc throughout.  For a
+     * family so fast that re-reading and re-writing the int32 partial sums from memory once
+     * per depth block costs more than a B micro-panel deeper than L1 (AMX). */
+    int kc_deep;
 } gk_qgemm_kernel;
 
 /* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */

@@ -79,6 +79,7 @@ cdef extern from "gemmkit/gk_qgemm.h" nogil:
         int a_elem_bytes, b_elem_bytes
         int smallm_max
         int smallm_wide_max
+        int kc_deep
 
 
 cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
@@ -136,7 +137,7 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
     ctypedef struct gk_qgemm_blocking:
         int kcb, nblk, mc, nc, ms
     void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                              gk_qgemm_blocking *bl)
+                              int may_deepen, gk_qgemm_blocking *bl)
     size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n)
     int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
     int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,

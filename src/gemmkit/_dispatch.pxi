@@ -44,21 +44,23 @@ def _qgemm_family_info():
     """Block sizes of the int8 family in use (tests derive their shapes from them):
     register tile mr x nr, depth step kstep, the small-M limit (0: none) and the one for
     K * N >= 2**20 (smallm_wide_max; 0: none past smallm_max), packed element
-    sizes, the depth block kc (deeper products run in blocks of at most kc) and the depth
+    sizes, the depth block kc (deeper products run in blocks of at most kc), kc_deep (0:
+    none; the depth block of products whose partial sums exceed half of L2) and the depth
     beyond which the driver runs chunks."""
     cdef const gk_qgemm_kernel *k = gk_qgemm_active()
     return {"isa": k.isa.decode(), "mr": k.mr, "nr": k.nr, "kstep": k.kstep,
             "smallm_max": k.smallm_max, "smallm_wide_max": k.smallm_wide_max,
             "a_elem_bytes": k.a_elem_bytes, "b_elem_bytes": k.b_elem_bytes,
-            "kc": gk_qgemm_kc(k), "kchunk": _QGEMM_KCHUNK}
+            "kc": gk_qgemm_kc(k), "kc_deep": k.kc_deep, "kchunk": _QGEMM_KCHUNK}
 
 
-def _qgemm_blocking(int m, int n, int k, bint requant):
+def _qgemm_blocking(int m, int n, int k, bint requant, bint cached=False):
     """How the int8 family in use blocks a packed m x n x k product (tests build their
     shapes from it): depth blocks (kcb deep, nblk of them), A blocks of mc rows, B blocks
-    of nc columns, and ms rows per partial-sum scratch of a requantized output."""
+    of nc columns, and ms rows per partial-sum scratch of a requantized output.  cached:
+    B read from a cache (pack_b, a batch's shared B), whose depth blocks are always kc."""
     cdef gk_qgemm_blocking bl
-    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, requant, &bl)
+    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, requant, not cached, &bl)
     return {"kcb": bl.kcb, "nblk": bl.nblk, "mc": bl.mc, "nc": bl.nc, "ms": bl.ms}
 
 

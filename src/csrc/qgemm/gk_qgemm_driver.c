@@ -177,9 +177,8 @@ int gk_qgemm_kc(const gk_qgemm_kernel *kern)
  * avx512vnni, K = 768 in one block against two of 384: 1.016-1.027x at M = 128 and 512,
  * N = 768 and 3072; blocks of 768 at larger K measured 0.97x at K = 4096, so those keep
  * kc). */
-static void k_blocks(const gk_qgemm_kernel *kern, int K, int *kcb, int *nblk)
+static void k_blocks_of(const gk_qgemm_kernel *kern, int kc, int K, int *kcb, int *nblk)
 {
-    const int kc = gk_qgemm_kc(kern);
     if (K <= kc + kc / 2) {
         *kcb = K;
         *nblk = 1;
@@ -193,13 +192,24 @@ static void k_blocks(const gk_qgemm_kernel *kern, int K, int *kcb, int *nblk)
     *nblk = (K + b - 1) / b;
 }
 
-void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                          gk_qgemm_blocking *bl)
+static void k_blocks(const gk_qgemm_kernel *kern, int K, int *kcb, int *nblk)
+{
+    k_blocks_of(kern, gk_qgemm_kc(kern), K, kcb, nblk);
+}
+
+static size_t gk_qgemm_l2(void)
 {
     size_t l2 = gk_cpu_caches()->l2;
     if (l2 < GK_QGEMM_L2_MIN || l2 > GK_QGEMM_L2_MAX)
         l2 = GK_QGEMM_L2_DEFAULT;
-    k_blocks(kern, k, &bl->kcb, &bl->nblk);
+    return l2;
+}
+
+static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
+                                 int kc, gk_qgemm_blocking *bl)
+{
+    const size_t l2 = gk_qgemm_l2();
+    k_blocks_of(kern, kc, k, &bl->kcb, &bl->nblk);
     const size_t kbp = round_up((size_t)bl->kcb, (size_t)kern->kstep);
     size_t nc = n > 0 ? (size_t)n : 1, mc = m > 0 ? (size_t)m : 1, ms = mc;
     if (kbp > 0) {
@@ -229,6 +239,21 @@ void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int 
     bl->mc = (int)mc; /* each <= m or n (or a tile edge): fits */
     bl->nc = (int)nc;
     bl->ms = (int)ms;
+}
+
+/* kc_deep (AMX, measured on Sapphire Rapids, one thread): the int32 output's partial sums
+ * at kc = 1024 made 2048^3 2.1x slower and 256 x 2048 x 8192 1.7x slower than blocks of
+ * 4096, whose B micro-panels come from L2; where the partial sums stay in L2 (M = 128, K =
+ * 3072, N = 768; M = 32, K = N = 8192) blocks of 1024 were 1.1-1.25x faster. */
+void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
+                          int may_deepen, gk_qgemm_blocking *bl)
+{
+    gk_qgemm_blocking_at(kern, m, n, k, requant, gk_qgemm_kc(kern), bl);
+    if (!may_deepen || bl->nblk == 1 || kern->kc_deep <= gk_qgemm_kc(kern))
+        return;
+    const size_t rows = requant ? (size_t)bl->ms : (size_t)(m > 0 ? m : 1);
+    if (rows * (size_t)bl->nc * 4 > gk_qgemm_l2() / 2)
+        gk_qgemm_blocking_at(kern, m, n, k, requant, kern->kc_deep, bl);
 }
 
 /* Row and column (real) sums of one depth block added into the whole depth's, mod 2^32
@@ -357,7 +382,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
 
     gk_qgemm_blocking bl = {K, 1, M, N, M};
     if (!use_smallm)
-        gk_qgemm_blocking_of(kern, M, N, K, requant, &bl);
+        gk_qgemm_blocking_of(kern, M, N, K, requant, !cached, &bl);
     const int kcb = bl.kcb, nblk = bl.nblk;
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
