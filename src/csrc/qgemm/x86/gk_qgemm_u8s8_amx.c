@@ -44,6 +44,10 @@
  * 3072, N = 768, which keeps them in L2, 1.1-1.25x faster with 1024). */
 #define GK_AMX_KC 1024
 #define GK_AMX_KC_DEEP 4096
+/* Bytes between consecutive 32-column B panels beyond the panel: a panel is kp * 32
+ * bytes, a multiple of 2 KiB, so the packer's stores of one source row into many panels
+ * would share one L1 set (as for avx512vnni, whose packer this is). */
+#define GK_AMX_B_PANEL_PAD 128
 #ifndef GK_AMX_NT_LDY
 #define GK_AMX_NT_LDY 512
 #endif
@@ -129,7 +133,7 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
                                      uint8_t b_xor, void *dst, int32_t *colsum)
 {
     gk_x86_pack_b32_quad(k, gk_x86_round_up(k, GK_AMX_KS), nc, b, rs, cs, b_xor, dst, colsum,
-                         0);
+                         GK_AMX_B_PANEL_PAD);
 }
 
 /* ---------------------------------------------------------------- micro-kernel */
@@ -361,6 +365,6 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     GK_AMX_KC,
     0, /* packed_min_m: the default */
     0, /* smallm_wide_max: none past smallm_max */
-    0, /* b_panel_pad: none */
+    GK_AMX_B_PANEL_PAD, /* b_panel_pad: see its definition */
     GK_AMX_KC_DEEP,
 };
