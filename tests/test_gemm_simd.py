@@ -30,13 +30,14 @@ def test_family_per_level(isa):
     """The most specific float family at or below the level runs.  A family's dispatch
     level is one of the ladder's; its name is that level, or the level plus the one
     feature it needs beyond it (bfloat16 on vdpbf16ps: "avx512bf16" at level avx512; on
-    BFMMLA: "neonbf16" at level neon)."""
+    BFMMLA: "neonbf16" at level neon); vdpbf16ps only where it outruns the widening
+    family ("avx512bf16-fast", AMD)."""
     levels = _core._levels()
     feats = gk.cpu_info()["features"]
     bf = _fam(BF16)
     assert bf["level"] in levels and levels.index(bf["level"]) <= levels.index(isa)
     # the dot-product families: name, its level, the CPU feature it needs beyond it
-    for name, level, feat in [("avx512bf16", "avx512", "avx512bf16"), ("neonbf16", "neon", "bf16")]:
+    for name, level, feat in [("avx512bf16", "avx512", "avx512bf16-fast"), ("neonbf16", "neon", "bf16")]:
         if level in levels and levels.index(isa) >= levels.index(level) and feat in feats:
             assert bf["isa"] == name and bf["level"] == level, (isa, bf)
             assert bf["fallback"] is not None  # it declines calls its guard rejects

@@ -51,6 +51,8 @@ unsigned gk_cpu_features_x86(void)
     unsigned r[4], f = 0, max_leaf;
     cpuid(0, 0, r);
     max_leaf = r[0];
+    /* vendor "AuthenticAMD": EBX, EDX, ECX = "Auth", "enti", "cAMD" */
+    const int amd = r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;
     if (max_leaf < 1)
         return 0;
     cpuid(1, 0, r);
@@ -78,7 +80,7 @@ unsigned gk_cpu_features_x86(void)
         if ((r[0] & (1u << 4)) && (f & GK_CPU_AVX2))
             f |= GK_CPU_AVXVNNI;
         if (zmm_os && (r[0] & (1u << 5)) && (ebx7 & (1u << 16)))
-            f |= GK_CPU_AVX512BF16;
+            f |= GK_CPU_AVX512BF16 | (amd ? GK_CPU_BF16DOT_FAST : 0u);
     }
     /* AMX: CPUID AMX-TILE (edx bit 24) + AMX-INT8 (bit 25), XCR0 XTILECFG + XTILEDATA
      * (bits 17-18); the Linux per-process permission is gk_amx_request_permission's. */

@@ -93,6 +93,9 @@ typedef struct {
     int level;
     unsigned needs; /* feature bits beyond its level's (0: none), e.g. AVX512_BF16: a
                        family for one extra instruction needs no level of its own */
+    unsigned prefer; /* ... and those without which the selection passes it over for the
+                        next family of the row, though it runs (usable, the C harness):
+                        where it is correct but slower than that family */
 } gk_gentry;
 
 /* One row per element type, most specific first, ended by its scalar family.  A SIMD
@@ -126,7 +129,7 @@ typedef struct {
 #endif
 /* the avx512bf16 group's flags are the avx512 group's + AVX512_BF16 */
 #ifdef GK_HAVE_AVX512BF16
-#define GK_GEMM_AVX512BF16(fam) {&fam, L_AVX512, GK_CPU_AVX512BF16},
+#define GK_GEMM_AVX512BF16(fam) {&fam, L_AVX512, GK_CPU_AVX512BF16, GK_CPU_BF16DOT_FAST},
 #else
 #define GK_GEMM_AVX512BF16(fam)
 #endif
@@ -224,7 +227,7 @@ static const struct {
     {GK_CPU_AVX512VL, "avx512vl"},   {GK_CPU_AVX512DQ, "avx512dq"},
     {GK_CPU_AVX512VNNI, "avx512vnni"},
     {GK_CPU_AVXVNNI, "avxvnni"},     {GK_CPU_AVX512BF16, "avx512bf16"},
-    {GK_CPU_AMXINT8, "amx-int8"},
+    {GK_CPU_AMXINT8, "amx-int8"},    {GK_CPU_BF16DOT_FAST, "avx512bf16-fast"},
     {GK_CPU_NEON, "neon"},           {GK_CPU_NEONDOT, "dotprod"},
     {GK_CPU_I8MM, "i8mm"},           {GK_CPU_BF16, "bf16"},
 };
@@ -376,7 +379,10 @@ const char *gk_active_isa(void) { return gk_qgemm_active()->isa; }
 
 /* ---- Gemm engine ----------------------------------------------------------------------- */
 
-static int gentry_ok(const gk_gentry *e) { return entry_ok(e->level) && has(e->needs); }
+static int gentry_ok(const gk_gentry *e)
+{
+    return entry_ok(e->level) && has(e->needs) && has(e->prefer);
+}
 /* runnable here whatever the selection (the C harness runs every family this way) */
 static int gentry_supported(const gk_gentry *e)
 {
