@@ -143,9 +143,9 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
  * write of y inside the valid region.  Correction y = dot - rowsum*zb - za*colcorr,
  * mod 2^32; when zb (za) is one value across the tile's columns (rows) -- per-tensor
  * zero points -- its product is formed once per row (per tile) instead of per lane; the
- * uint32 products are the same low 32 bits as vpmulld's. */
-/* in_t: the tile's partial-sum step is done (the micro-kernel accumulated onto the
- * earlier blocks' sums in the tiles themselves; t holds the whole depth's sums) */
+ * uint32 products are the same low 32 bits as vpmulld's.  in_t: the partial-sum step is
+ * done (the micro-kernel accumulated onto the earlier blocks' sums in the tile registers;
+ * t holds the whole depth's sums). */
 static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv,
                                             int32_t *t, int in_t)
 {
