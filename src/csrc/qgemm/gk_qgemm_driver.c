@@ -172,11 +172,11 @@ int gk_qgemm_kc(const gk_qgemm_kernel *kern)
 
 /* K in nblk blocks of kcb depth, the last one [1, kcb] deep: kcb is a multiple of kstep
  * (every block but the last packs without padding and starts a k-group) and at most kc
- * (gk_qgemm_kc, or the family's kc_deep); K <= kc (K == 0 included) is one block of K, and so is K <= 3/2 kc: a
- * second block would cost a pass over the partial sums for little depth (Zen 4,
- * avx512vnni, K = 768 in one block against two of 384: 1.016-1.027x at M = 128 and 512,
- * N = 768 and 3072; blocks of 768 at larger K measured 0.97x at K = 4096, so those keep
- * kc). */
+ * (gk_qgemm_kc, or the family's kc_deep); K <= kc (K == 0 included) is one block of K,
+ * and so is K <= 3/2 kc: a second block would cost a pass over the partial sums for
+ * little depth (Zen 4, avx512vnni, K = 768 in one block against two of 384:
+ * 1.016-1.027x at M = 128 and 512, N = 768 and 3072; blocks of 768 at larger K measured
+ * 0.97x at K = 4096, so those keep kc). */
 static void k_blocks_of(const gk_qgemm_kernel *kern, int kc, int K, int *kcb, int *nblk)
 {
     if (K <= kc + kc / 2) {
