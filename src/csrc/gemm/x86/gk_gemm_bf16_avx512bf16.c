@@ -45,66 +45,13 @@
 
 #include "core/gk_compiler.h"
 #include "gemm/gk_gemm_bf16dot_guard.h"
+#include "gemm/x86/gk_gemm_bf16_pairs_x86.h"
 #include "gemmkit/gk_gemm.h"
 
 #define MR 14
 #define NR 32
 
 /* ---- packers -------------------------------------------------------------------------- */
-
-static inline uint32_t ld16(const char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return h;
-}
-
-static inline uint32_t ld32(const char *p)
-{
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
-/* word i of the result: even i -> lo[i/2], odd i -> hi[i/2] (the first 16 pairs; +16 for
- * the next 16) */
-static inline __m512i pair_index(int half)
-{
-    GK_ALIGNED(64) uint16_t ix[32];
-    for (int i = 0; i < 32; i++)
-        ix[i] = (uint16_t)((i & 1 ? 32 : 0) + half * 16 + i / 2);
-    return _mm512_load_si512((const void *)ix);
-}
-
-static inline __mmask32 lanes(int n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
-
-/* 16 rows of 16 pair words each (r[i], word p) -> 16 vectors out[p] = (r[0][p], ...,
- * r[15][p]): 4 stages of 16 shuffles (32-bit, 64-bit within 128-bit lanes, then lanes). */
-static inline void transpose16(const __m512i r[16], __m512i out[16])
-{
-    __m512i t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    /* u[4g + c], lane L: rows 4g..4g+3 of word 4L + c */
-    for (int g = 0; g < 4; g++) {
-        u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        const __m512i v = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
-        const __m512i w = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-        const __m512i x = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
-        const __m512i y = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-        out[c] = _mm512_shuffle_i32x4(v, x, 0x88);      /* word c      */
-        out[8 + c] = _mm512_shuffle_i32x4(v, x, 0xdd);  /* word 8 + c  */
-        out[4 + c] = _mm512_shuffle_i32x4(w, y, 0x88);  /* word 4 + c  */
-        out[12 + c] = _mm512_shuffle_i32x4(w, y, 0xdd); /* word 12 + c */
-    }
-}
 
 /* rows [i0, i0+mc) x depth [k0, k0+kc) of A' -> ceil(mc/14) panels, kc*14 floats apart */
 static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc, int mr,
@@ -120,8 +67,8 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
         const char *src = base + (ptrdiff_t)p0 * rs;
         if (rs == 2) {
             /* columns of A' contiguous (transA): interleave columns 2p and 2p+1 */
-            const __m512i ix = pair_index(0);
-            const __mmask32 m = lanes(rows);
+            const __m512i ix = gk_bf16_pair_index(0);
+            const __mmask32 m = gk_bf16_lanes(rows);
             for (int p = 0; p < kp; p++) {
                 const char *c0 = src + (ptrdiff_t)(2 * p) * cs;
                 const __m512i lo = _mm512_maskz_loadu_epi16(m, c0);
@@ -142,7 +89,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                 for (int i = 0; i < MR; i++)
                     r[i] = _mm512_loadu_si512(
                         (const void *)(src + (ptrdiff_t)i * rs + 4 * (ptrdiff_t)pv));
-                transpose16(r, o);
+                gk_bf16_transpose16(r, o);
                 for (int p = 0; p < 16; p++)
                     _mm512_mask_storeu_epi32(d + (ptrdiff_t)(pv + p) * MR, (__mmask16)0x3fff,
                                              o[p]);
@@ -153,14 +100,14 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
             uint32_t *o = d + i;
             if (cs == 2) { /* rows contiguous: a pair is one 32-bit word */
                 for (int p = pv; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * MR] = ld32(r + 4 * (ptrdiff_t)p);
+                    o[(ptrdiff_t)p * MR] = gk_bf16_ld32(r + 4 * (ptrdiff_t)p);
             } else {
                 for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * MR] = ld16(r + (ptrdiff_t)(2 * p) * cs) |
-                                           ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
+                    o[(ptrdiff_t)p * MR] = gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
+                                           gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
             }
             if (odd)
-                o[(ptrdiff_t)(kp - 1) * MR] = ld16(r + (ptrdiff_t)(kc - 1) * cs);
+                o[(ptrdiff_t)(kp - 1) * MR] = gk_bf16_ld16(r + (ptrdiff_t)(kc - 1) * cs);
         }
         for (int i = rows; i < MR; i++)
             for (int p = 0; p < kp; p++)
@@ -183,8 +130,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
         if (cs == 2) {
             /* rows of B' contiguous (the usual B): interleave rows 2p and 2p+1; masked
              * lanes are neither read nor faulted on */
-            const __m512i ix0 = pair_index(0), ix1 = pair_index(1);
-            const __mmask32 m = lanes(cols);
+            const __m512i ix0 = gk_bf16_pair_index(0), ix1 = gk_bf16_pair_index(1);
+            const __mmask32 m = gk_bf16_lanes(cols);
             for (int p = 0; p < kp; p++) {
                 const char *r0 = src + (ptrdiff_t)(2 * p) * rs;
                 const __m512i lo = _mm512_maskz_loadu_epi16(m, r0);
@@ -202,14 +149,14 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
             uint32_t *o = d + j;
             if (rs == 2) { /* columns contiguous (transB): a pair is one 32-bit word */
                 for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * NR] = ld32(c + 4 * (ptrdiff_t)p);
+                    o[(ptrdiff_t)p * NR] = gk_bf16_ld32(c + 4 * (ptrdiff_t)p);
             } else {
                 for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * NR] = ld16(c + (ptrdiff_t)(2 * p) * rs) |
-                                           ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
+                    o[(ptrdiff_t)p * NR] = gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
+                                           gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
             }
             if (odd)
-                o[(ptrdiff_t)(kp - 1) * NR] = ld16(c + (ptrdiff_t)(kc - 1) * rs);
+                o[(ptrdiff_t)(kp - 1) * NR] = gk_bf16_ld16(c + (ptrdiff_t)(kc - 1) * rs);
         }
         for (int j = cols; j < NR; j++)
             for (int p = 0; p < kp; p++)
@@ -384,46 +331,12 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
 
 /* ---- the guard ------------------------------------------------------------------------------ */
 
-/* gk_bf16_span.lo (gk_gemm_bf16dot_guard.h) of a rows x cols bfloat16 matrix, element
- * (r, c) at p + r*rs + c*cs bytes. */
-static unsigned scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t rows,
-                         ptrdiff_t cols)
-{
-    unsigned best = 0xffff;
-    if (gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
-        const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
-        __m512i acc = _mm512_set1_epi16(-1);
-        GK_ALIGNED(64) uint16_t lane[32];
-        for (ptrdiff_t r = 0; r < rows; r++) {
-            const char *row = p + r * rs;
-            ptrdiff_t c = 0;
-            for (; c + 32 <= cols; c += 32) {
-                const __m512i x = _mm512_loadu_si512((const void *)(row + 2 * c));
-                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
-            }
-            if (c < cols) { /* masked-off lanes load 0 -> 0xffff: neutral */
-                const __m512i x = _mm512_maskz_loadu_epi16(lanes((int)(cols - c)), row + 2 * c);
-                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
-            }
-        }
-        _mm512_store_si512((void *)lane, acc);
-        for (int i = 0; i < 32; i++)
-            best = lane[i] < best ? lane[i] : best;
-        return best;
-    }
-    {
-        gk_bf16_span s = GK_BF16_SPAN_EMPTY;
-        gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
-        return s.lo;
-    }
-}
-
 static int accepts(const struct gk_gemm_args *g)
 {
     if (g->m == 0 || g->n == 0 || g->k == 0)
         return 1; /* no product at all */
-    return gk_bf16dot_no_flush(scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k),
-                               scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n));
+    return gk_bf16dot_no_flush(gk_bf16_scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k),
+                               gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n));
 }
 
 const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {

@@ -26,6 +26,7 @@
  * zmm: tiles do not pay off for a handful of rows), the family's table entry. */
 #include <immintrin.h>
 
+#include "core/gk_amx_tiles.h"
 #include "gk_qgemm_x86_common.h"
 
 #define GK_EPI_LANES 16
@@ -54,17 +55,7 @@
 
 /* ---------------------------------------------------------------- tile state */
 
-/* Palette 1, tiles 0..7 all 16 rows x 64 bytes.  A static object, not a stack one: gcc
- * 12's _tile_loadconfig declares only 8 bytes of its 64-byte operand as read, so the
- * stores of a local configuration can be eliminated as dead. */
-GK_ALIGNED(64) static const struct {
-    uint8_t palette_id, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} gk_amx_cfg = {
-    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-
-static void gk_qgemm_u8s8_amx_begin(void) { _tile_loadconfig(&gk_amx_cfg); }
+static void gk_qgemm_u8s8_amx_begin(void) { _tile_loadconfig(&gk_amx_cfg_16x64); }
 
 /* sfence: the epilogue's non-temporal stores are weakly ordered; after end() the output
  * is ordinarily visible, as with plain stores. */
@@ -220,27 +211,6 @@ static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, in
     }
 }
 
-/* gcc's _tile_loadd / _tile_stream_loadd / _tile_stored (gcc 12) pass the stride as a
- * `long`, which is 32 bits on Windows (LLP64): mingw-w64 then emits an invalid
- * (%base, %e.., 1) address.  There, the same instructions with a 64-bit stride operand;
- * everywhere else the intrinsics themselves. */
-#if GK_GCC && defined(_WIN32)
-#define GK_TILE_LOADD(t, p, s)                                                             \
-    __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}" \
-                     ::"r"((const void *)(p)), "r"((long long)(s)))
-#define GK_TILE_STREAM_LOADD(t, p, s)                                                      \
-    __asm__ volatile("{tileloaddt1\t(%0,%1,1), %%tmm" #t "|tileloaddt1\t%%tmm" #t ", [%0+%1*1]}" \
-                     ::"r"((const void *)(p)), "r"((long long)(s)))
-#define GK_TILE_STORED(t, p, s)                                                            \
-    __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" \
-                     ::"r"((void *)(p)), "r"((long long)(s))                               \
-                     : "memory")
-#else
-#define GK_TILE_LOADD(t, p, s) _tile_loadd(t, p, s)
-#define GK_TILE_STREAM_LOADD(t, p, s) _tile_stream_loadd(t, p, s)
-#define GK_TILE_STORED(t, p, s) _tile_stored(t, p, s)
-#endif
-
 /* Tile registers are not renamed: a tileloadd into a tile waits until every earlier
  * tdpbusd reading it is done.  So the 2 x 2 loop is software-pipelined (the next block's
  * A0 / B0 are loaded as soon as their last reader of this block has issued, A1 / B1
@@ -375,9 +345,6 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
 #undef LA1
 #undef LB0
 #undef LB1
-#undef GK_TILE_LOADD
-#undef GK_TILE_STREAM_LOADD
-#undef GK_TILE_STORED
 
 /* ---------------------------------------------------------------- small M */
 

@@ -1,0 +1,108 @@
+/* Helpers of the x86 bfloat16 pair families (vdpbf16ps: gk_gemm_bf16_avx512bf16.c; AMX
+ * tiles: gk_gemm_bf16_amxbf16.c), which both pack bfloat16 k pairs as 32-bit words (low
+ * half the even k, high half the odd k).  AVX-512 F/BW code: include only from files
+ * whose group enables both. */
+#ifndef GK_GEMM_BF16_PAIRS_X86_H
+#define GK_GEMM_BF16_PAIRS_X86_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/gk_compiler.h"
+#include "gemm/gk_gemm_bf16dot_guard.h"
+
+static inline uint32_t gk_bf16_ld16(const char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+static inline uint32_t gk_bf16_ld32(const char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The first n of 32 16-bit lanes (all for n >= 32, none for n <= 0). */
+static inline __mmask32 gk_bf16_lanes(ptrdiff_t n)
+{
+    return n >= 32 ? 0xffffffffu : n <= 0 ? 0u : ((1u << n) - 1u);
+}
+
+/* Index vector for _mm512_permutex2var_epi16(lo, ix, hi): word i of the result pairs
+ * lo[16*half + i] (low half) with hi[16*half + i] (high half), i < 16. */
+static inline __m512i gk_bf16_pair_index(int half)
+{
+    GK_ALIGNED(64) uint16_t ix[32];
+    for (int i = 0; i < 32; i++)
+        ix[i] = (uint16_t)((i & 1 ? 32 : 0) + half * 16 + i / 2);
+    return _mm512_load_si512((const void *)ix);
+}
+
+/* 16 vectors of 16 32-bit words (r[i], word p) -> out[p] = (r[0][p], ..., r[15][p]):
+ * 4 stages of 16 shuffles (32-bit, 64-bit within 128-bit lanes, then lanes). */
+static inline void gk_bf16_transpose16(const __m512i r[16], __m512i out[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* u[4g + c], lane L: rows 4g..4g+3 of word 4L + c */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        const __m512i w = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        const __m512i x = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512i y = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        out[c] = _mm512_shuffle_i32x4(v, x, 0x88);      /* word c      */
+        out[8 + c] = _mm512_shuffle_i32x4(v, x, 0xdd);  /* word 8 + c  */
+        out[4 + c] = _mm512_shuffle_i32x4(w, y, 0x88);  /* word 4 + c  */
+        out[12 + c] = _mm512_shuffle_i32x4(w, y, 0xdd); /* word 12 + c */
+    }
+}
+
+/* gk_bf16_span.lo (gk_gemm_bf16dot_guard.h) of a rows x cols bfloat16 matrix, element
+ * (r, c) at p + r*rs + c*cs bytes: the families' guard scan. */
+static inline unsigned gk_bf16_scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs,
+                                        ptrdiff_t rows, ptrdiff_t cols)
+{
+    unsigned best = 0xffff;
+    if (gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
+        const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+        __m512i acc = _mm512_set1_epi16(-1);
+        GK_ALIGNED(64) uint16_t lane[32];
+        for (ptrdiff_t r = 0; r < rows; r++) {
+            const char *row = p + r * rs;
+            ptrdiff_t c = 0;
+            for (; c + 32 <= cols; c += 32) {
+                const __m512i x = _mm512_loadu_si512((const void *)(row + 2 * c));
+                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
+            }
+            if (c < cols) { /* masked-off lanes load 0 -> 0xffff: neutral */
+                const __m512i x = _mm512_maskz_loadu_epi16(gk_bf16_lanes(cols - c), row + 2 * c);
+                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
+            }
+        }
+        _mm512_store_si512((void *)lane, acc);
+        for (int i = 0; i < 32; i++)
+            best = lane[i] < best ? lane[i] : best;
+        return best;
+    }
+    {
+        gk_bf16_span s = GK_BF16_SPAN_EMPTY;
+        gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
+        return s.lo;
+    }
+}
+
+#endif
