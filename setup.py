@@ -133,7 +133,15 @@ X86_GROUPS = [
     ("avx512bf16", "src/csrc/*/x86/*_avx512bf16.c",
      ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c",
       "-mavx512bf16"], None),
+    # the amx group + tdpbf16ps (no ISA level of its own: its Gemm entry names the extra
+    # feature bit); MSVC not tried
+    ("amxbf16", "src/csrc/*/x86/*_amxbf16.c",
+     ["-mamx-tile", "-mamx-int8", "-mamx-bf16", "-mavx512f", "-mavx512bw", "-mavx512vl",
+      "-mavx512vnni", "-mavx2", "-mfma"], None),
 ]
+# Groups whose kernels call a function of another group (the bfloat16 dot-product families
+# share the avx512 group's fused bfloat16 epilogue): built only after and with that group.
+GROUP_NEEDS = {"avx512bf16": "avx512", "amxbf16": "avx512"}
 ARM64_GROUPS = [
     ("neon", "src/csrc/*/arm/*_neon.c", [], []),
     ("neondot", "src/csrc/*/arm/*_neondot.c", ["-march=armv8.2-a+dotprod"], None),
@@ -213,6 +221,18 @@ void gk_probe(const void *cfg, const void *a, const void *b, void *c)
     _tile_loadd(1, a, 64);
     _tile_loadd(2, b, 64);
     _tile_dpbusd(0, 1, 2);
+    _tile_stored(0, c, 64);
+    _tile_release();
+}
+""",
+    "amxbf16": """#include <immintrin.h>
+void gk_probe(const void *cfg, const void *a, const void *b, void *c)
+{
+    _tile_loadconfig(cfg);
+    _tile_zero(0);
+    _tile_loadd(1, a, 64);
+    _tile_stream_loadd(2, b, 64);
+    _tile_dpbf16ps(0, 1, 2);
     _tile_stored(0, c, 64);
     _tile_release();
 }
@@ -340,6 +360,11 @@ def _build():
                           f"{name} path not built")
                     continue
                 flags = mflags if msvc else gflags
+                need = GROUP_NEEDS.get(name)
+                if need and (f"GK_HAVE_{need.upper()}", "1") not in ext.define_macros:
+                    print(f"gemmkit: {name} calls the {need} group's code, which was not "
+                          f"built; {name} path not built")
+                    continue
                 if name == "scalar":
                     if not msvc and self._is_clang():
                         flags = CLANG_SCALAR_FLAGS

@@ -91,7 +91,7 @@ CLASSIFIERS = {"x86": x86_offence, "arm64": arm64_offence}
 # Armv8.0 baseline): it is held to the baseline rule.
 EXPECT_HITS = {
     "x86": {"sse41": "some", "avx2": "each", "avxvnni": "each", "avx512": "each",
-            "avx512vnni": "each", "avx512bf16": "each", "amx": "each"},
+            "avx512vnni": "each", "avx512bf16": "each", "amx": "each", "amxbf16": "each"},
     "arm64": {"neondot": "some", "i8mm": "some", "neonbf16": "some"},
 }
 

@@ -1,7 +1,7 @@
-"""The bfloat16 Gemm dot-product families -- vdpbf16ps on x86
-(src/csrc/gemm/x86/gk_gemm_bf16_avx512bf16.c) and BFMMLA on ARM64
-(src/csrc/gemm/arm/gk_gemm_bf16_neonbf16.c) -- against a float64 oracle, and their guard
-(src/csrc/gemm/gk_gemm_bf16dot_guard.h).
+"""The bfloat16 Gemm dot-product families -- AMX-BF16 tiles (tdpbf16ps) and vdpbf16ps on x86
+(src/csrc/gemm/x86/gk_gemm_bf16_amxbf16.c, gk_gemm_bf16_avx512bf16.c) and BFMMLA on ARM64
+(src/csrc/gemm/arm/gk_gemm_bf16_neonbf16.c) -- against a float64 oracle, their guard
+(src/csrc/gemm/gk_gemm_bf16dot_guard.h) and the AMX family's size rule.
 
 Bound (test_gemm.float_oracle, the float32-accumulation bound every bfloat16 path keeps):
 |Y - ref| <= (K + 2) * (2**-24 + 2**-53) * |alpha| * sum_k |a_ik||b_kj|
@@ -9,7 +9,10 @@ Bound (test_gemm.float_oracle, the float32-accumulation bound every bfloat16 pat
              + subnormal slack.
 vdpbf16ps adds the two products of a pair with an FMA each (odd k first): sequential
 float32 sums in another order, inside the same bound -- as long as no denormal appears
-(it reads input denormals as zero and flushes denormal results).  BFMMLA adds the two
+(it reads input denormals as zero and flushes denormal results).  tdpbf16ps has the same
+flushes; it combines a 32-deep step's products with fewer roundings than sequential sums
+(1 + 16 * 2**-24 - 1 gives 8 * 2**-24 where sequential float32 sums give 0), inside the
+bound too.  BFMMLA adds the two
 products of a pair, then that to the sum, each rounded to odd (under 1 ulp each), with
 the same flushes.  The guard declines a call whose inputs could produce a denormal (a
 bfloat16 denormal in A' or B', or the smallest nonzero exponents summing below -112) and,
@@ -17,12 +20,14 @@ for BFMMLA, one with an infinity or NaN or exponents large enough for a partial 
 near 2**128; the next family of the bfloat16 row (the widening float32 one) then runs it,
 so those results equal that family's bit for bit.
 
-Shapes come from the family's own block sizes (runtime cache blocks).  Every test runs
-only where the dispatch picks such a family: this CPU has AVX512_BF16 and vdpbf16ps
-outruns the widening float32 path there (cpu_info feature "avx512bf16-fast": AMD; Intel's
-ran 0.6x of it on Sapphire Rapids, so there the dispatch passes the family over and only
-the C kernel harness runs it), or FEAT_BF16 on ARM64, and the build has the avx512bf16
-(neonbf16) group.
+Shapes come from the family's own block sizes (runtime cache blocks and sub-blocks).  The
+module switches the size rules off (calls the AMX family hands on for speed run on it
+here), except test_size_rule, which checks them.  Every test runs only where the dispatch
+picks such a family: this CPU has AMX-BF16 (cpu_info feature "amx-bf16", level amx), or
+AVX512_BF16 where vdpbf16ps outruns the widening float32 path ("avx512bf16-fast": AMD;
+Intel's ran 0.6x of it on Sapphire Rapids, so there the dispatch passes the family over
+and only the C kernel harness runs it), or FEAT_BF16 on ARM64, and the build has the
+family's group.
 """
 import ml_dtypes
 import numpy as np
@@ -36,17 +41,31 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 FAM = _core._gemm_family_info(BF16)
 
 # family -> (its dispatch level, tile, the fingerprint below's value on it)
-DOT_FAMILIES = {"avx512bf16": ("avx512", 14, 32, 2.0**-24),
+DOT_FAMILIES = {"amxbf16": ("amx", 32, 32, 2.0**-24),
+                "avx512bf16": ("avx512", 14, 32, 2.0**-24),
                 "neonbf16": ("neon", 8, 8, 3 * 2.0**-24)}
+# the depth one instruction takes: only a product's last K block is not a multiple of it
+KSTEP = {"amxbf16": 32, "avx512bf16": 2, "neonbf16": 4}
 
 pytestmark = pytest.mark.skipif(
     FAM["isa"] not in DOT_FAMILIES,
     reason=f"no bfloat16 dot-product family runs here (dispatched: {FAM['isa']}; x86 needs "
-           f"AVX512_BF16 where vdpbf16ps outruns the widening float32 path (feature "
+           f"AMX-BF16 at level amx, or AVX512_BF16 where vdpbf16ps outruns the widening "
+           f"float32 path (feature "
            f"avx512bf16-fast: AMD; on Intel the C kernel harness runs the family), the "
            f"avx512bf16 build group and an ISA level of avx512 or above; ARM64 FEAT_BF16 "
            f"and the neonbf16 group)")
 LEVEL, MR, NR, FP_VALUE = DOT_FAMILIES.get(FAM["isa"], (None, 0, 0, None))
+
+
+@pytest.fixture(autouse=True)
+def _family_on_every_shape():
+    """The size rules off: the family runs every call its guard accepts."""
+    prev = _core._gemm_size_rules(False)
+    try:
+        yield
+    finally:
+        _core._gemm_size_rules(prev)
 
 
 def bf(x):
@@ -89,7 +108,7 @@ def ran_dot_family(A_extra=None):
 def test_family_and_fingerprint():
     assert FAM["level"] == LEVEL and FAM["mr"] == MR and FAM["nr"] == NR
     # only a product's last K block is not a whole number of the instruction's depth
-    assert FAM["kc"] % (2 if FAM["isa"] == "avx512bf16" else 4) == 0
+    assert FAM["kc"] % KSTEP[FAM["isa"]] == 0 and FAM["kc_sub"] % KSTEP[FAM["isa"]] == 0
     assert FAM["fallback"] is not None and FAM["fallback"] != FAM["isa"]
     assert ran_dot_family()                       # accepted: the dot family ran
     A = bf([FP_A])
@@ -110,7 +129,11 @@ def _shapes(f):
         (mr + 1, nc + nr - 1, 9),           # past NC
         (3, nc + 1, kc + 1),                # past NC, K split
         (2, 3, 3 * kc + 1),                 # deep K
-    ]
+    ] + ([
+        (2 * mr + 1, nr + 3, 2 * f["kc_sub"]),           # two sub-blocks of one K block
+        (mc + mr - 1, nr + 1, 3 * f["kc_sub"] + 1),      # several, the last one longer
+        (mr + 5, 2 * nr + 1, kc + 2 * f["kc_sub"] + 7),  # and a second K block
+    ] if f["kc_sub"] else [])
 
 
 def test_shapes_around_blocks():
@@ -296,3 +319,28 @@ def test_random_tiny_scales_match_a_path(seed):
         A = bf(rng.standard_normal((M, K)) * 2.0**ea)
         B = bf(rng.standard_normal((K, N)) * 2.0**eb)
         check(A, B, None, 2.0**(-(ea + eb) // 2), 1.0)
+
+
+def test_size_rule():
+    """With the size rules on (the default), a call with fewer rows, a shallower K or fewer
+    multiply-adds than the family's rule runs on the fallback (its bits); one at every
+    limit runs on the family (its fingerprint)."""
+    rows, depth, macs = FAM["min_rows"], FAM["min_depth"], FAM["min_macs"]
+    if not (rows or depth or macs):
+        pytest.skip(f"{FAM['isa']} has no size rule")
+    _core._gemm_size_rules(True)
+    m, k = max(rows, 1), max(depth, 4)
+    n = max(-(-macs // (m * k)), 1)
+    # FP_A's fingerprint in every row, zero-padded to depth k
+    A = bf(np.tile(np.array(FP_A + [0.0] * (k - 4)), (m, 1)))
+    B = bf(np.ones((k, n)))
+    assert float(gk.gemm(A, B)[0, 0]) == FP_VALUE                  # at the limits: runs
+    below = [(A[:m - 1], B), (A[:, :k - 1], B[:k - 1]), (A, B[:, :n - 1])]
+    for A2, B2 in below:
+        (m2, k2), n2 = A2.shape, B2.shape[1]
+        if m2 and k2 and n2 and (m2 < rows or k2 < depth or m2 * k2 * n2 < macs):
+            same_bits(gk.gemm(A2, B2), fallback(A2, B2))
+            if k2 >= 4:
+                assert float(gk.gemm(A2, B2)[0, 0]) == 0.0  # the sequential order ran
+    _core._gemm_size_rules(False)
+    assert float(gk.gemm(A[:1, :4], B[:4, :1])[0, 0]) == FP_VALUE  # rules off: runs

@@ -52,11 +52,14 @@ def test_family_per_level(isa):
     """The most specific 16-bit family at or below the level runs: the widening x86
     families from sse41 up (sse41: generic widening packers around the SSE float32 kernel); from avx512 up, bfloat16 runs the vdpbf16ps family (level
     avx512, isa "avx512bf16") where the CPU has AVX512_BF16 and vdpbf16ps outruns the
-    widening path there (feature "avx512bf16-fast", AMD; not Intel's)."""
+    widening path there (feature "avx512bf16-fast", AMD; not Intel's); at amx, the AMX-BF16
+    family (isa "amxbf16") where the CPU has it (feature "amx-bf16")."""
     levels = _core._levels()
     feats = gk.cpu_info()["features"]
     has_bf16dot = "avx512bf16-fast" in feats
     assert not has_bf16dot or "avx512bf16" in feats
+    has_amxbf16 = "amx-bf16" in feats and "amx" in levels and \
+        levels.index(isa) >= levels.index("amx")
     for dt in HALVES:
         f = _fam(dt)
         assert levels.index(f["level"]) <= levels.index(isa)
@@ -65,6 +68,8 @@ def test_family_per_level(isa):
             assert f["isa"] == "sse41" and f["level"] == "sse41", (isa, f)
         elif isa in ("avx2", "avxvnni"):
             assert f["isa"] == "avx2", (isa, f)
+        elif dt == BF16 and has_amxbf16:
+            assert f["isa"] == "amxbf16" and f["level"] == "amx", (isa, f)
         elif above_avx512:
             want = "avx512bf16" if (dt == BF16 and has_bf16dot) else "avx512"
             assert f["isa"] == want and f["level"] == "avx512", (isa, f)

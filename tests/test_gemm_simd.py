@@ -29,7 +29,8 @@ def _fam(dt):
 def test_family_per_level(isa):
     """The most specific float family at or below the level runs.  A family's dispatch
     level is one of the ladder's; its name is that level, or the level plus the one
-    feature it needs beyond it (bfloat16 on vdpbf16ps: "avx512bf16" at level avx512; on
+    feature it needs beyond it (bfloat16 on AMX tiles: "amxbf16" at level amx; on
+    vdpbf16ps: "avx512bf16" at level avx512; on
     BFMMLA: "neonbf16" at level neon); vdpbf16ps only where it outruns the widening
     family ("avx512bf16-fast", AMD)."""
     levels = _core._levels()
@@ -37,8 +38,13 @@ def test_family_per_level(isa):
     bf = _fam(BF16)
     assert bf["level"] in levels and levels.index(bf["level"]) <= levels.index(isa)
     # the dot-product families: name, its level, the CPU feature it needs beyond it
-    for name, level, feat in [("avx512bf16", "avx512", "avx512bf16-fast"), ("neonbf16", "neon", "bf16")]:
-        if level in levels and levels.index(isa) >= levels.index(level) and feat in feats:
+    dots = [("amxbf16", "amx", "amx-bf16"), ("avx512bf16", "avx512", "avx512bf16-fast"),
+            ("neonbf16", "neon", "bf16")]
+    for i, (name, level, feat) in enumerate(dots):
+        better = any(lv in levels and levels.index(isa) >= levels.index(lv) and ft in feats
+                     for _, lv, ft in dots[:i])  # a more specific dot family runs instead
+        if (level in levels and levels.index(isa) >= levels.index(level) and feat in feats
+                and not better):
             assert bf["isa"] == name and bf["level"] == level, (isa, bf)
             assert bf["fallback"] is not None  # it declines calls its guard rejects
         else:

@@ -43,6 +43,7 @@ enum gk_cpu_feature {
     GK_CPU_BF16DOT_FAST = 1u << 12, /* AVX512_BF16 whose vdpbf16ps outruns the widening
                                        float32 FMA path: AMD's (Zen 4: 2x); not Intel's
                                        (Sapphire Rapids: 0.6x at bfloat16 1024^3) */
+    GK_CPU_AMXBF16 = 1u << 13,  /* AMX-BF16 with the AMX-INT8 bit's tile conditions */
     GK_CPU_NEON = 1u << 16,
     GK_CPU_NEONDOT = 1u << 17,  /* sdot/udot */
     GK_CPU_I8MM = 1u << 18,     /* smmla/usmmla */

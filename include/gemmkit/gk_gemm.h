@@ -171,7 +171,31 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   ukernel_strip    NULL, or ukernel_ldb for 1..GK_GEMM_STRIP_ROWS rows over a whole
  *                    strip of tiles (gk_gemm_ukernel_strip_fn): the in-place path runs
  *                    a product of that few rows (M = 1: a GEMV) through it, one call
- *                    per K block instead of one per tile. */
+ *                    per K block instead of one per tile.
+ *   begin, end       NULL, or called by the blocked path on the thread that runs a part
+ *                    of a call, before its first and after its last micro-kernel call
+ *                    (an AMX family loads its tile configuration and releases the tiles:
+ *                    the state is per thread).  A family with them has no ukernel_ldb
+ *                    or ukernel_strip (the in-place paths do not call them).
+ *   kc_sub           0, or the depth of the sub-blocks a K block of at least twice this
+ *                    depth runs in, one column tile at a time: every row tile's first
+ *                    sub-block, then every row tile's next one, ..., the last sub-block
+ *                    taking the rest (kc_sub to 2 kc_sub - 1 deep).  The sub-block's
+ *                    part of the B micro-panel stays in L1 while the column strip's
+ *                    running sums (MC x nr) wait in L2, so the family's KC can be deep
+ *                    (few passes over the sums) without streaming B from L2.  The
+ *                    micro-kernel gets panels ks*mr*pack_esz / ks*nr*pack_esz bytes into
+ *                    the packed ones (ks: the sub-block's start, a multiple of kc_sub):
+ *                    the family's layout must put depth ks there, and read a sub-block of
+ *                    depth kcs as it would a K block of that depth.
+ *   kc_thin          0, or the K block of the thin path for this family (gk_gemm_plan.
+ *                    kc_thin; 0: GK_GEMM_THIN_KC_PACKED): a family whose one step is
+ *                    deeper than that (AMX tiles: 32) sets a multiple of its step.
+ *   min_rows,        0, or the size rule: gk_gemm_run hands a call with fewer rows (M),
+ *   min_depth,       a shallower K, or fewer multiply-adds (M*N*K) to the next family of
+ *   min_macs         the row, as if accepts had declined it (a family whose setup does not
+ *                    pay on small calls).  Performance only: tests switch the rules off
+ *                    (gk_gemm_set_size_rules) to run the family on every shape. */
 struct gk_gemm_args;
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
@@ -189,7 +213,18 @@ typedef struct gk_gemm_kernel {
     int pack_esz;
     int (*accepts)(const struct gk_gemm_args *args);
     gk_gemm_ukernel_strip_fn ukernel_strip;
+    void (*begin)(void);
+    void (*end)(void);
+    int kc_sub;
+    int kc_thin;
+    int min_rows, min_depth;
+    ptrdiff_t min_macs;
 } gk_gemm_kernel;
+
+/* Switches the families' size rules (gk_gemm_kernel.min_rows / ...) on (1, the
+ * default) or off (0: tests run a family on shapes it would hand on); returns the previous
+ * setting.  Between calls only, like gk_select_isa. */
+int gk_gemm_set_size_rules(int on);
 
 /* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,
  * all > 0.  Pure function of the family and the CPU. */
@@ -209,8 +244,9 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
 #define GK_GEMM_THIN_MAX_PANELS 6
 /* The K block of the thin-A path (B' rows read side by side; see gk_gemm_driver.c). */
 #define GK_GEMM_THIN_KC 8
-/* The K block of thin A with a 16-bit output, packed (gk_gemm_plan.kc_thin): even, so the
- * bfloat16 pair families keep their pairs. */
+/* The K block of thin A with a 16-bit output, packed (gk_gemm_plan.kc_thin), unless the
+ * family sets its own (gk_gemm_kernel.kc_thin): even, so the bfloat16 pair families keep
+ * their pairs. */
 #define GK_GEMM_THIN_KC_PACKED 16
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
@@ -333,6 +369,8 @@ extern const gk_gemm_kernel gk_gemm_u32_neon;
 /* bfloat16 on vdpbf16ps (GK_HAVE_AVX512BF16; the CPU bit GK_CPU_AVX512BF16 besides the
  * avx512 level): pair-interleaved panels, declines calls its guard rejects (see its file) */
 extern const gk_gemm_kernel gk_gemm_bf16_avx512bf16;
+/* bfloat16 on AMX-BF16 tiles (GK_HAVE_AMXBF16; level amx + the CPU bit GK_CPU_AMXBF16) */
+extern const gk_gemm_kernel gk_gemm_bf16_amxbf16;
 /* float16 / bfloat16 widening families: packers widen into float32 panels, the f32
  * family's micro-kernel of the same group, one RNE rounding in the epilogue. */
 extern const gk_gemm_kernel gk_gemm_f16_avx2;

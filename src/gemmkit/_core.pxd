@@ -187,6 +187,11 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int cache_blocks
         int pack_esz
         int (*accepts)(const gk_gemm_args *args)
+        int kc_sub
+        int kc_thin
+        int min_rows, min_depth
+        Py_ssize_t min_macs
+    int gk_gemm_set_size_rules(int on)
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern)

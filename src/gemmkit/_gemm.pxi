@@ -42,9 +42,12 @@ def _gemm_family_info(dtype):
     its "isa" (the family's name: a level of _levels(), or a level's name plus the one
     extra feature it needs, e.g. "avx512bf16"), its dispatch "level" (one of _levels()),
     register tile "mr" x "nr", cache blocks "mc", "kc", "nc" (K beyond kc runs in K
-    blocks, M beyond mc in row blocks, N beyond nc in column stripes) and "fallback": the
-    isa of the family that runs the calls this one declines (None: it takes every call).
-    For tests and benchmarks that shape problems around the blocking."""
+    blocks, M beyond mc in row blocks, N beyond nc in column stripes), "kc_sub" (0, or the
+    depth of the sub-blocks a K block runs in), "kc_thin" (0, or its own K block of thin
+    products), the size rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
+    a shallower K or fewer multiply-adds run on the fallback; 0: none) and "fallback":
+    the isa of the family that runs the calls this one declines (None: it takes every
+    call).  For tests and benchmarks that shape problems around the blocking."""
     cdef cnp.ndarray x = np.empty(0, dtype)
     cdef int dt = _gemm_dtype(x)
     cdef const gk_gemm_kernel *k
@@ -55,12 +58,25 @@ def _gemm_family_info(dtype):
     cdef int mc, kc, nc
     k = gk_gemm_kernel_for(dt)
     gk_gemm_blocking(k, &mc, &kc, &nc)  # the sizes the driver runs with (runtime caches)
-    if k.accepts != NULL:
+    if _gemm_declines_some(k):
         nxt = gk_gemm_kernel_after(k)
     return {"isa": k.isa.decode("ascii"),
             "level": gk_isa_level_name(gk_gemm_kernel_level(k)).decode("ascii"),
-            "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc,
+            "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc, "kc_sub": k.kc_sub,
+            "kc_thin": k.kc_thin, "min_rows": k.min_rows, "min_depth": k.min_depth,
+            "min_macs": k.min_macs,
             "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}
+
+
+cdef bint _gemm_declines_some(const gk_gemm_kernel *k):
+    return k.accepts != NULL or k.min_rows > 0 or k.min_depth > 0 or k.min_macs > 0
+
+
+def _gemm_size_rules(bint on):
+    """Switches the Gemm families' size rules (calls below a family's min_rows / min_macs
+    run on its fallback) on or off; returns the previous setting.  For tests, which run a
+    family on every shape; between calls only."""
+    return bool(gk_gemm_set_size_rules(on))
 
 
 def _gemm_with_fallback(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
@@ -73,7 +89,7 @@ def _gemm_with_fallback(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
     if dt < 0:
         return _gemm_impl(A, B, C, alpha, beta, transA, transB, 1, NULL)
     k = gk_gemm_kernel_for(dt)
-    if k.accepts != NULL:
+    if _gemm_declines_some(k):
         k = gk_gemm_kernel_after(k)
     return _gemm_impl(A, B, C, alpha, beta, transA, transB, 1, k)
 

@@ -53,8 +53,8 @@ cdef class PackedB:
     Immutable and thread-safe: calls only read it, from any number of threads.
     Pickles as its canonical arguments and packs again when loaded, for the machine it
     lands on (so it can be shipped to dask or Ray workers).  A call made under another
-    kernel family (``GEMMKIT_ISA``, or a bfloat16 call the ``avx512bf16`` family hands
-    on) packs B as usual: same result, unpacked speed.
+    kernel family (``GEMMKIT_ISA``, or a bfloat16 call the ``amxbf16`` or ``avx512bf16``
+    family hands on) packs B as usual: same result, unpacked speed.
     """
     cdef readonly str op
     cdef readonly object b

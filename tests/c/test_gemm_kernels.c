@@ -9,8 +9,9 @@
  * negative strides, strided, byte strides that are not multiples of the element size,
  * broadcast rows) is run through gk_gemm_run with every usable family of its type, with
  * shapes derived from each family's tile and cache blocks (gk_gemm_blocking): edge tiles
- * 1..17, K around KC, M past MC, N past NC, the small-call path below
- * GK_GEMM_SMALL_FLOPS; every broadcast form of C, several alpha/beta (beta == 0 with a
+ * 1..17, K around KC (and around the sub-blocks of kc_sub), M past MC, N past NC, the
+ * small-call path below GK_GEMM_SMALL_FLOPS (size rules off: every family runs every
+ * shape); every broadcast form of C, several alpha/beta (beta == 0 with a
  * NaN C, which must not be read), K == 0, empty outputs, NaN/inf inputs.
  *
  * The reference sums in double (integers: in uint64_t, wrapping) from the operands
@@ -586,6 +587,18 @@ static void test_type(int dt)
             small_case(dt, m, n1, k1);
             small_case(dt, m, n2, k2);
         }
+        /* K blocks in sub-blocks (gk_gemm_kernel.kc_sub): just below / at / past two
+         * sub-blocks (the last one takes the rest), several row tiles per strip (M past
+         * MC), and with a second K block */
+        if (kr->kc_sub > 0) {
+            const int ks = kr->kc_sub;
+            rnd_case(dt, mr + 3, nr + 5, 2 * ks - 1);
+            small_case(dt, 2 * mr, nr, 2 * ks);
+            rnd_case(dt, 3 * mr - 1, 2 * nr + 1, 2 * ks + 1);
+            rnd_case(dt, mc + mr + 1, nr + 1, 3 * ks + 17);
+            if (kc > 2 * ks)
+                rnd_case(dt, 2 * mr + 5, nr + 7, kc + 2 * ks + 9);
+        }
         /* M past MC (one more A block), and with several K blocks */
         rnd_case(dt, mc + mr + 3, nr + 2, rnd_in(1, 9));
         rnd_case(dt, mc + 1, 2 * nr + 1, kc + 3);
@@ -617,6 +630,8 @@ static void test_type(int dt)
 
 int main(void)
 {
+    /* every family on every shape: the size rules (performance only) hand small calls on */
+    gk_gemm_set_size_rules(0);
     printf("Gemm kernel families (every usable one per type, against the reference):\n");
     for (int dt = 0; dt < GK_DT_COUNT; dt++) {
         const int nfam = gk_gemm_kernel_count(dt);

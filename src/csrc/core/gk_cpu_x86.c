@@ -83,10 +83,14 @@ unsigned gk_cpu_features_x86(void)
             f |= GK_CPU_AVX512BF16 | (amd ? GK_CPU_BF16DOT_FAST : 0u);
     }
     /* AMX: CPUID AMX-TILE (edx bit 24) + AMX-INT8 (bit 25), XCR0 XTILECFG + XTILEDATA
-     * (bits 17-18); the Linux per-process permission is gk_amx_request_permission's. */
+     * (bits 17-18); the Linux per-process permission is gk_amx_request_permission's.
+     * AMX-BF16 (bit 22) only beside them: its family's dispatch level is amx. */
     if ((edx7 & (3u << 24)) == (3u << 24) && (xcr0 & (3ull << 17)) == (3ull << 17) &&
-        zmm_os)
+        zmm_os) {
         f |= GK_CPU_AMXINT8;
+        if (edx7 & (1u << 22)) /* AMX-BF16 */
+            f |= GK_CPU_AMXBF16;
+    }
     if (zmm_os && (ebx7 & (1u << 16))) {
         f |= GK_CPU_AVX512F;
         if (ebx7 & (1u << 30))

@@ -133,12 +133,20 @@ typedef struct {
 #else
 #define GK_GEMM_AVX512BF16(fam)
 #endif
+/* the amxbf16 group's flags are the amx group's + AMX-BF16; its family calls the avx512
+ * group's bfloat16 epilogue (level amx lacks that group's DQ and F16C) */
+#if defined(GK_HAVE_AMXBF16) && defined(GK_HAVE_AVX512)
+#define GK_GEMM_AMXBF16(fam) {&fam, L_AMX, GK_CPU_AMXBF16 | GK_CPU_AVX512DQ | GK_CPU_F16C},
+#else
+#define GK_GEMM_AMXBF16(fam)
+#endif
 static const gk_gentry gtable[GK_DT_COUNT][GEMM_ROW_MAX] = {
     [GK_DT_F16] = {GK_GEMM_AVX512(gk_gemm_f16_avx512) GK_GEMM_AVX2(gk_gemm_f16_avx2)
                    GK_GEMM_SSE41(gk_gemm_f16_sse41)
                    GK_GEMM_NEON(gk_gemm_f16_neon)
                    {&gk_gemm_f16_scalar, L_SCALAR}},
-    [GK_DT_BF16] = {GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
+    [GK_DT_BF16] = {GK_GEMM_AMXBF16(gk_gemm_bf16_amxbf16)
+                    GK_GEMM_AVX512BF16(gk_gemm_bf16_avx512bf16)
                     GK_GEMM_AVX512(gk_gemm_bf16_avx512) GK_GEMM_AVX2(gk_gemm_bf16_avx2)
                     GK_GEMM_SSE41(gk_gemm_bf16_sse41)
                     GK_GEMM_NEONBF16(gk_gemm_bf16_neonbf16) GK_GEMM_NEON(gk_gemm_bf16_neon)
@@ -228,6 +236,7 @@ static const struct {
     {GK_CPU_AVX512VNNI, "avx512vnni"},
     {GK_CPU_AVXVNNI, "avxvnni"},     {GK_CPU_AVX512BF16, "avx512bf16"},
     {GK_CPU_AMXINT8, "amx-int8"},    {GK_CPU_BF16DOT_FAST, "avx512bf16-fast"},
+    {GK_CPU_AMXBF16, "amx-bf16"},
     {GK_CPU_NEON, "neon"},           {GK_CPU_NEONDOT, "dotprod"},
     {GK_CPU_I8MM, "i8mm"},           {GK_CPU_BF16, "bf16"},
 };

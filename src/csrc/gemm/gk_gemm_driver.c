@@ -100,12 +100,48 @@ typedef struct gk_range {
     ptrdiff_t m0, m1, n0, n1;
 } gk_range;
 
+/* One column tile of a K block in sub-blocks (gk_gemm_kernel.kc_sub): for each sub-block,
+ * every row tile of the A block, so that the sub-block's part of the B micro-panel (bp)
+ * stays in L1 while the strip's running sums wait in L2.  Each output's sum still runs in
+ * increasing k.  ws / ldw: where Y is not the accumulator, the sums of row ic of the
+ * strip (in the stripe workspace, or the strip workspace), row stride ldw elements. */
+static void drive_strip(const gk_gemm_kernel *kern, const gk_gemm_plan *g,
+                        int kc, int ksub, size_t pesz, int first, int last, ptrdiff_t ic,
+                        int mc, ptrdiff_t n0, int cols, const char *ap, const char *bp,
+                        char *ws, ptrdiff_t ldw)
+{
+    const size_t esz = acc_size(kern->acc);
+    const int mr = kern->mr, nr = kern->nr, nsub = kc / ksub;
+    for (int s = 0; s < nsub; s++) {
+        const int ks = s * ksub, kcs = s == nsub - 1 ? kc - ks : ksub;
+        for (int ir = 0; ir < mc; ir += mr) {
+            const int rows = (int)min_pd(mr, mc - ir);
+            const ptrdiff_t m0 = ic + ir;
+            char *c;
+            ptrdiff_t ldc;
+            if (g->acc_y != NULL) {
+                ldc = g->ld_acc_y;
+                c = (char *)g->acc_y + (m0 * ldc + n0) * (ptrdiff_t)esz;
+            } else {
+                ldc = ldw;
+                c = ws + ir * ldw * (ptrdiff_t)esz;
+            }
+            kern->ukernel(kcs, ap + (size_t)ir * (size_t)kc * esz + (size_t)ks * (size_t)mr * pesz,
+                          bp + (size_t)ks * (size_t)nr * pesz, c, ldc, rows, cols,
+                          first && s == 0);
+            if (last && s == nsub - 1 && g->epilogue != NULL)
+                g->epilogue(g->epi_ctx, m0, n0, rows, cols, c, ldc);
+        }
+    }
+}
+
 static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
 {
     const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
     size_t esz, a_bytes, b_bytes, ws_bytes, total;
     ptrdiff_t mr, nr, MC, KC, NC;
-    int split_k;
+    int split_k, ksub;
+    size_t pesz;
     char *raw, *ap, *bp, *ws;
 
     if (M <= 0 || N <= 0)
@@ -131,6 +167,10 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         KC = k_block(g->kc_thin, K);
     }
     split_k = K > KC;
+    /* sub-blocks of a K block (gk_gemm_kernel.kc_sub): the last one takes the rest,
+     * kc_sub to 2 kc_sub - 1 deep */
+    ksub = kern->kc_sub > 0 && KC >= 2 * (ptrdiff_t)kern->kc_sub ? kern->kc_sub : 0;
+    pesz = kern->pack_esz > 0 ? (size_t)kern->pack_esz : acc_size(kern->acc);
 
     /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
      * ints). */
@@ -139,7 +179,8 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     ws_bytes = 0;
     if (g->acc_y == NULL) {
         if (!split_k) {
-            ws_bytes = (size_t)mr * (size_t)nr * esz;
+            /* one tile, or with sub-blocks the tiles of one column strip */
+            ws_bytes = (size_t)(ksub ? MC : mr) * (size_t)nr * esz;
         } else {
             /* M x NC sums: one column stripe, all rows */
             if ((size_t)M > ((size_t)PTRDIFF_MAX - a_bytes - b_bytes - 256) / ((size_t)NC * esz))
@@ -155,6 +196,8 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     ap = raw;
     bp = ap + gk_round64(a_bytes);
     ws = bp + gk_round64(b_bytes);
+    if (kern->begin != NULL)
+        kern->begin();
 
     for (ptrdiff_t jc = r->n0; jc < r->n1; jc += NC) {
         const int nc = (int)min_pd(NC, r->n1 - jc);
@@ -173,6 +216,14 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                     g->pack_a(&g->a, ic, pc, mc, kc, (int)mr, ap);
                 for (int jr = 0; jr < nc; jr += (int)nr) {
                     const int cols = (int)min_pd(nr, nc - jr);
+                    if (ksub && kc >= 2 * ksub) {
+                        drive_strip(kern, g, kc, ksub, pesz, first, last, ic, mc, jc + jr,
+                                    cols, ap, bp + (size_t)jr * (size_t)kc * esz,
+                                    split_k ? ws + ((ic - r->m0) * NC + jr) * (ptrdiff_t)esz
+                                            : ws,
+                                    split_k ? NC : nr);
+                        continue;
+                    }
                     for (int ir = 0; ir < mc; ir += (int)mr) {
                         const int rows = (int)min_pd(mr, mc - ir);
                         const ptrdiff_t m0 = ic + ir, n0 = jc + jr;
@@ -213,6 +264,8 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
             pc += kc;
         } while (pc < K);
     }
+    if (kern->end != NULL)
+        kern->end();
     gk_aligned_free(raw);
     return GK_GEMM_OK;
 }
@@ -377,6 +430,24 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
     return run_split(kern, g, RUN_DRIVE, 0, 0, 1);
 }
 
+static volatile int size_rules = 1;
+
+int gk_gemm_set_size_rules(int on)
+{
+    const int old = size_rules;
+    size_rules = on != 0;
+    return old;
+}
+
+/* kern's size rule hands this call on (gk_gemm_kernel.min_rows / min_depth / min_macs) */
+static int too_small(const gk_gemm_kernel *kern, const gk_gemm_args *g)
+{
+    if (!size_rules)
+        return 0;
+    return g->m < kern->min_rows || g->k < kern->min_depth ||
+           (double)g->m * (double)g->n * (double)g->k < (double)kern->min_macs;
+}
+
 int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed)
 {
     gk_gemm_epi epi;
@@ -384,10 +455,10 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
 
     if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
         return GK_GEMM_EINVAL;
-    /* a family may decline a call (gk_gemm_kernel.accepts): the next one of its row runs
-     * it (without the packing, which is the declining family's); rows end with a scalar
-     * family, which accepts everything */
-    while (kern->accepts != NULL && !kern->accepts(g)) {
+    /* a family may decline a call (gk_gemm_kernel.accepts, or its size rule): the next one
+     * of its row runs it (without the packing, which is the declining family's); rows end
+     * with a scalar family, which accepts everything */
+    while (too_small(kern, g) || (kern->accepts != NULL && !kern->accepts(g))) {
         kern = gk_gemm_kernel_after(kern);
         b_packed = NULL;
         if (kern == NULL)
@@ -452,7 +523,7 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
     if (b_packed == NULL && plan.acc_y == NULL && g->m > 0 && g->k > GK_GEMM_THIN_KC_PACKED &&
         g->m <= GK_GEMM_THIN_ROWS && (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS &&
         g->n >= kern->nr && g->k <= INT_MAX && g->m <= INT_MAX) {
-        plan.kc_thin = GK_GEMM_THIN_KC_PACKED;
+        plan.kc_thin = kern->kc_thin > 0 ? kern->kc_thin : GK_GEMM_THIN_KC_PACKED;
         return run_split(kern, &plan, RUN_DRIVE, 0, 0, 0);
     }
     return gk_gemm_drive(kern, &plan);

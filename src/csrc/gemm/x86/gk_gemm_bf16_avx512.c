@@ -27,6 +27,13 @@
 #define GK_GENERIC_EPI gk_gemm_epilogue_bf16
 #include "gk_gemm_half_x86.inc"
 
+/* The fused epilogue for the bfloat16 dot-product families (gk_gemm_f32_x86.h). */
+void gk_gemm_bf16_avx512_epilogue_ext(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
+                                      int cols, void *acc, ptrdiff_t ldacc)
+{
+    gk_gemm_bf16_avx512_epilogue(ctx, m0, n0, rows, cols, acc, ldacc);
+}
+
 const gk_gemm_kernel gk_gemm_bf16_avx512 = {
     "avx512", GK_DT_BF16, GK_ACC_F32, 14, 32, 168, 256, 2048,
     gk_gemm_bf16_avx512_pack_a, gk_gemm_bf16_avx512_pack_b,

@@ -47,6 +47,7 @@
 #include "gemm/gk_gemm_bf16dot_guard.h"
 #include "gemm/x86/gk_gemm_bf16_pairs_x86.h"
 #include "gemmkit/gk_gemm.h"
+#include "gk_gemm_f32_x86.h"
 
 #define MR 14
 #define NR 32
@@ -341,7 +342,7 @@ static int accepts(const struct gk_gemm_args *g)
 
 const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
     "avx512bf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 252, 1024, 2048,
-    pack_a, pack_b, ukernel, gk_gemm_epilogue_bf16,
+    pack_a, pack_b, ukernel, gk_gemm_bf16_avx512_epilogue_ext,
     2,       /* cache_blocks: mc, nc from the caches; kc 1024 (see the header) */
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */

@@ -27,4 +27,11 @@ void gk_gemm_f32_avx512_14x32_ukernel_rounded_ext(int kc, const void *a_panel,
                                                   ptrdiff_t ldc, int mr_valid, int nr_valid,
                                                   int first);
 
+/* The avx512 bfloat16 widening family's fused epilogue (gk_gemm_half_x86.inc: bit for bit
+ * gk_gemm_epilogue_bf16), for the bfloat16 dot-product families (gk_gemm_bf16_avx512bf16.c,
+ * gk_gemm_bf16_amxbf16.c): their dispatch entries need every feature of the avx512 group
+ * (level avx512, or the AVX512DQ and F16C bits beside level amx). */
+void gk_gemm_bf16_avx512_epilogue_ext(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows,
+                                      int cols, void *acc, ptrdiff_t ldacc);
+
 #endif
