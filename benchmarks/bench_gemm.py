@@ -11,9 +11,10 @@ The float32/float64 section runs every Gemm float path this CPU has (each forced
 the ISA selection, like GEMMKIT_ISA) at n^3 and MxKxN = M x 4096 x 4096 (M = 1, 16), and
 quotes each as GFLOP/s and % of that path's FMA peak (benchmarks/c/bench_peak_x86.c,
 measured in this process right before the row); float32 also against onnxruntime's Gemm
-with alpha, beta and a C row.  The bfloat16 section (256^3, 1024^3, 2048^3) quotes the
-dispatched bfloat16 family against NumPy's float32 matmul of the same values, as % of the
-vdpbf16ps peak on the avx512bf16 family.
+with alpha, beta and a C row.  The bfloat16 section (256^3, 1024^3, 2048^3, M = 16 and 128
+with K = N = 4096) quotes the dispatched bfloat16 family against NumPy's float32 matmul of
+the same values and against the family it hands calls on to (amxbf16 -> the widening
+avx512 one), as % of the vdpbf16ps / tdpbf16ps peak on the avx512bf16 / amxbf16 family.
 
 The float16/bfloat16 section runs the widening families (exact widening while packing,
 the float32 FMA micro-kernel, one rounding at the end) on every path at 256^3 and 1024^3:
@@ -114,7 +115,10 @@ def ort_cast_gemm():
 # The FMA peak loop of each float path (benchmarks/c/bench_peak_x86.c), per dtype.
 FMA_PEAKS = {("avx512", "float32"): "gk_peak_fma_ps_zmm", ("avx512", "float64"): "gk_peak_fma_pd_zmm",
              ("avx2", "float32"): "gk_peak_fma_ps_ymm", ("avx2", "float64"): "gk_peak_fma_pd_ymm",
-             ("avx512bf16", "bfloat16"): "gk_peak_dpbf16_zmm"}
+             ("avx512bf16", "bfloat16"): "gk_peak_dpbf16_zmm",
+             ("amxbf16", "bfloat16"): "gk_peak_tdpbf16ps"}
+# a family named for a CPU feature beyond its level: that feature's cpu_info name
+PATH_FEATURE = {"avx512bf16": "avx512bf16", "amxbf16": "amx-bf16"}
 
 
 class FmaPeaks:
@@ -137,8 +141,8 @@ class FmaPeaks:
     def __call__(self, path, dtype):
         name = FMA_PEAKS.get((path, dtype))
         info = gk.cpu_info()
-        # a path is a level, or (avx512bf16) a CPU feature beyond one
-        runs = path in info["available"] or path in info["features"]
+        # a path is a level, or (avx512bf16, amxbf16) a CPU feature beyond one
+        runs = path in info["available"] or PATH_FEATURE.get(path) in info["features"]
         if self.lib is None or name is None or not runs:
             return None
         f = getattr(self.lib, name)
@@ -305,38 +309,53 @@ def _once(f):
     return time.perf_counter() - t0
 
 
-def bf16_rows(sizes, budget):
-    """bfloat16 n^3 on the dispatched family (avx512bf16: vdpbf16ps where the CPU has it)
+def bf16_rows(cases, budget):
+    """bfloat16 products (n, or (M, K, N)) on the dispatched family (amxbf16: AMX tiles
+    where the CPU has AMX-BF16; avx512bf16: vdpbf16ps where it outruns the widening path)
     against NumPy's float32 matmul of the same values (inputs converted beforehand, so
-    NumPy's time is the float32 product alone) and gemmkit's own float32 path; % of the
-    family's instruction peak (vdpbf16ps: 2 bfloat16 multiply-adds per float32 lane)."""
+    NumPy's time is the float32 product alone), gemmkit's own float32 path and, for a
+    family that hands calls on, the family it hands them to (the widening one: the
+    bfloat16 path without the dot-product instruction); % of the family's instruction
+    peak (vdpbf16ps: 2 bfloat16 multiply-adds per float32 lane; tdpbf16ps: 16 x 16 x 32
+    per instruction)."""
     from gemmkit import _core
     bf = ml_dtypes.bfloat16
-    fam = _core._gemm_family_info(bf)["isa"]
+    info = _core._gemm_family_info(bf)
+    fam, prev = info["isa"], info["fallback"]
     peaks = FmaPeaks()
-    hdr = (f"{'case':22s} {'path':10s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'%peak':>6s} "
-           f"{'NumPy f32':>10s} {'ratio':>6s} {'gk f32':>10s} {'ratio':>6s}")
+    hdr = (f"{'case':24s} {'path':10s} {'gemmkit':>10s} {'GFLOP/s':>8s} {'%peak':>6s} "
+           f"{'NumPy f32':>10s} {'ratio':>6s} {'gk f32':>10s} {'ratio':>6s} "
+           f"{'gk ' + (prev or '-'):>10s} {'ratio':>6s}")
     print(hdr)
     print("-" * len(hdr))
     rng = np.random.default_rng(2)
-    for n in sizes:
-        A = rng.standard_normal((n, n)).astype(bf)
-        B = rng.standard_normal((n, n)).astype(bf)
+    for case in cases:
+        M, K, N = (case, case, case) if isinstance(case, int) else case
+        A = rng.standard_normal((M, K)).astype(bf)
+        B = rng.standard_normal((K, N)).astype(bf)
         A32, B32 = A.astype(np.float32), B.astype(np.float32)
         pk = peaks(fam, "bfloat16")
-        ts = timed([lambda: gk.gemm(A, B), lambda: A32 @ B32, lambda: gk.gemm(A32, B32)],
-                   budget)
-        gf = 2.0 * n**3 / ts[0] / 1e9
-        print(f"{'bfloat16 %d^3' % n:22s} {fam:10s} {ts[0] * 1e6:8.1f}us {gf:8.2f} "
+        fns = [lambda: gk.gemm(A, B), lambda: A32 @ B32, lambda: gk.gemm(A32, B32)]
+        if prev:
+            fns.append(lambda: _core._gemm_with_fallback(A, B))
+        ts = timed(fns, budget)
+        gf = 2.0 * M * N * K / ts[0] / 1e9
+        name = f"bfloat16 {M}^3" if M == K == N else f"bfloat16 {M}x{K}x{N}"
+        tail = (f" {ts[3] * 1e6:8.1f}us {ts[3] / ts[0]:5.2f}x" if prev else
+                f" {'-':>10s} {'-':>6s}")
+        print(f"{name:24s} {fam:10s} {ts[0] * 1e6:8.1f}us {gf:8.2f} "
               f"{(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s} "
               f"{ts[1] * 1e6:8.1f}us {ts[1] / ts[0]:5.2f}x {ts[2] * 1e6:8.1f}us "
-              f"{ts[2] / ts[0]:5.2f}x", flush=True)
-        record("bf16", dtype="bfloat16", M=n, K=n, N=n, path=fam, gemmkit_s=ts[0],
+              f"{ts[2] / ts[0]:5.2f}x" + tail, flush=True)
+        record("bf16", dtype="bfloat16", M=M, K=K, N=N, path=fam, gemmkit_s=ts[0],
                gemmkit_gops=gf, peak_gops=pk, pct_peak=100 * gf / pk if pk else None,
                numpy_f32_s=ts[1], numpy_f32_ratio=ts[1] / ts[0], gemmkit_f32_s=ts[2],
-               gemmkit_f32_ratio=ts[2] / ts[0])
+               gemmkit_f32_ratio=ts[2] / ts[0], fallback=prev,
+               fallback_s=ts[3] if prev else None,
+               fallback_ratio=ts[3] / ts[0] if prev else None)
     print("(ratio: the other's time / gemmkit bfloat16's; NumPy f32 and gk f32: float32 "
-          "matmul of the same values)\n")
+          "matmul of the same values; the last pair: the family this one hands small or "
+          "guard-declined calls to, on the same bfloat16 inputs)\n")
 
 
 def half_paths(sizes, budget):
@@ -454,7 +473,9 @@ def main(argv=None):
     only = args.int_only or args.half_only
     if not only:
         float_paths(parse_cases(fspec), args.budget)
-        bsizes = ([256, 1024] if args.quick else [256, 1024, 2048]) if not args.sizes else sizes
+        bsizes = (([256, 1024] if args.quick else
+                   [256, 1024, 2048, (16, 4096, 4096), (128, 4096, 4096)])
+                  if not args.sizes else sizes)
         bf16_rows(bsizes, args.budget)
     if args.float_only:
         write_json(args.json, "bench_gemm")

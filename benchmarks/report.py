@@ -60,9 +60,9 @@ RUNS = {
 }
 
 # One colour per kernel path, the same in every figure; libraries in grey/black.
-PATH_COLORS = {"amx": "#8c564b", "avx512vnni": "#1f77b4", "avxvnni": "#17becf",
-               "avx512bf16": "#9467bd", "avx512": "#2ca02c", "avx2": "#ff7f0e",
-               "sse41": "#bcbd22", "scalar": "#7f7f7f", "i8mm": "#1f77b4",
+PATH_COLORS = {"amx": "#8c564b", "amxbf16": "#8c564b", "avx512vnni": "#1f77b4",
+               "avxvnni": "#17becf", "avx512bf16": "#9467bd", "avx512": "#2ca02c",
+               "avx2": "#ff7f0e", "sse41": "#bcbd22", "scalar": "#7f7f7f", "i8mm": "#1f77b4",
                "neondot": "#17becf", "neon": "#2ca02c"}
 OTHER_STYLE = {"onnxruntime": dict(color="black", ls="--", marker="s"),
                "onnxruntime (B constant)": dict(color="black", ls=":", marker="D"),

@@ -95,6 +95,25 @@ int64_t gk_peak_tdpbusd(long iters)
                      : "cc", "memory");
     return iters * 4 * 16 * 16 * 64;
 }
+/* AMX-BF16: 4 independent tdpbf16ps chains on the same tiles (16*16*32 bfloat16 MACs
+ * each); zero tiles (no denormal).  The caller runs it only where the CPU reports amx-bf16
+ * (gemmkit's import obtained the tile permission). */
+int64_t gk_peak_tdpbf16ps(long iters)
+{
+    long n = iters;
+    __asm__ volatile("ldtilecfg %1\n\t"
+                     "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+                     "tilezero %%tmm4\n\ttilezero %%tmm5\n\ttilezero %%tmm6\n\ttilezero %%tmm7\n\t"
+                     "1:\n\t"
+                     "tdpbf16ps %%tmm2, %%tmm0, %%tmm4\n\ttdpbf16ps %%tmm3, %%tmm0, %%tmm5\n\t"
+                     "tdpbf16ps %%tmm2, %%tmm1, %%tmm6\n\ttdpbf16ps %%tmm3, %%tmm1, %%tmm7\n\t"
+                     "dec %0\n\tjnz 1b\n\t"
+                     "tilerelease"
+                     : "+r"(n)
+                     : "m"(gk_amx_peak_cfg)
+                     : "cc", "memory");
+    return iters * 4 * 16 * 16 * 32;
+}
 #else
 typedef int gk_bench_peak_unused;
 #endif
