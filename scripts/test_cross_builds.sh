@@ -19,8 +19,9 @@
 # A small report program prints the detected features and the chosen path; a Windows build
 # under wine must detect exactly what the Linux build detects on the same CPU (wine runs the
 # code natively: CPUID and XGETBV are the host's, the OS-specific branches are Windows').
-# On a host with AMX the Windows builds leave the amx group out: the Windows branch rightly
-# asks the OS for nothing, but under wine no one asks Linux for the tile state either.
+# On a host with AMX the Windows builds leave the AMX groups (amx, amxbf16) out: the Windows
+# branch rightly asks the OS for nothing, but under wine no one asks Linux for the tile
+# state either.
 # Usage: bash scripts/test_cross_builds.sh [TOOLCHAIN...]
 #   (default: clang clang-aarch64 mingw clang-mingw)
 # Installs what it needs with apt-get (clang, gcc-mingw-w64-x86-64-win32, wine64,
@@ -75,8 +76,9 @@ GROUPS_ARM64=$(GEMMKIT_TARGET_ARCH=arm64 python setup.py print-isa-groups)
 # wine cannot run AMX code on an AMX host (see above): the Windows builds leave it out there
 GROUPS_WIN64=$GROUPS_X86
 if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
-    echo "note: AMX host: the Windows builds leave the amx group out (wine cannot enable it)"
-    GROUPS_WIN64=$(grep -v '^amx|' <<<"$GROUPS_X86")
+    echo "note: AMX host: the Windows builds leave the amx and amxbf16 groups out (wine cannot" \
+        "enable the tile state)"
+    GROUPS_WIN64=$(grep -v -E '^amx(bf16)?[|]' <<<"$GROUPS_X86")
 fi
 
 status=0
@@ -146,7 +148,7 @@ build() {
                 echo "  skip $gname: $cc cannot build $gname instructions (setup.py's probe fails," \
                     "as a wheel build with this compiler would skip it):"
                 first_errors "$probe_log"
-                if [ "$gname" = amx ] && grep -q 'base/index expression' "$probe_log"; then
+                if [[ "$gname" == amx* ]] && grep -q 'base/index expression' "$probe_log"; then
                     echo "        (GCC's amxtileintrin.h casts the tile stride to long: 32 bits" \
                         "under Windows' LLP64, an invalid address register)"
                 fi
