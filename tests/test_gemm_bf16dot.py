@@ -344,3 +344,28 @@ def test_size_rule():
                 assert float(gk.gemm(A2, B2)[0, 0]) == 0.0  # the sequential order ran
     _core._gemm_size_rules(False)
     assert float(gk.gemm(A[:1, :4], B[:4, :1])[0, 0]) == FP_VALUE  # rules off: runs
+
+
+@pytest.mark.parametrize("where", ["A", "B"])
+def test_guard_with_pack_b_and_threads(where):
+    """The guard sees every element whether B' comes packed per call or from pack_b (its
+    packers never saw it), and whichever thread packed it: a denormal in any part of A'
+    or B' gives the fallback's bits; without it the dot family's result is kept."""
+    rng = np.random.default_rng(31)
+    M, N, K = 96, 2 * NR * 4 + 7, 300
+    A, B, _ = problem(M, N, K, BF16, 0, 0, "none", rng)
+    den = np.uint16(0x0003).view(BF16)
+    for threads in (1, 2):
+        with gk.threads(threads):
+            for pos in [(0, 0), (-1, -1), (M // 2, K // 3)] if where == "A" else \
+                    [(0, 0), (-1, -1), (K // 2, N - NR // 2)]:
+                A2 = _put(A, pos, den) if where == "A" else A
+                B2 = _put(B, pos, den) if where == "B" else B
+                want = fallback(A2, B2)
+                same_bits(check(A2, B2), want)
+                same_bits(gk.gemm(A2, gk.pack_b(B2, "gemm")), want)
+            Y = check(A, B)
+            same_bits(gk.gemm(A, gk.pack_b(B, "gemm")), Y)
+            # the dot family ran: its sums differ from the sequential ones somewhere (so the
+            # comparisons above do tell a missed rejection)
+            assert (Y.view(np.uint16) != fallback(A, B).view(np.uint16)).any()

@@ -60,8 +60,9 @@ enum gk_gemm_status {
 
 /* A strided operand as the packers see it: element (r, c) at p + r*rs + c*cs bytes (for A'
  * r is the row i and c the depth k; for B' r is the depth k and c the column j).
- * ctx is NULL for Gemm; packers of other operators (QLinearMatMul's float path, which
- * dequantizes while packing) point it at their parameters. */
+ * ctx is NULL for Gemm (a family with check_packed: the call's gk_gemm_seen); packers of
+ * other operators (QLinearMatMul's float path, which dequantizes while packing) point it
+ * at their parameters. */
 typedef struct gk_gemm_src {
     const char *p;
     ptrdiff_t rs, cs;
@@ -195,8 +196,24 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   min_depth,       a shallower K, or fewer multiply-adds (M*N*K) to the next family of
  *   min_macs         the row, as if accepts had declined it (a family whose setup does not
  *                    pay on small calls).  Performance only: tests switch the rules off
- *                    (gk_gemm_set_size_rules) to run the family on every shape. */
+ *                    (gk_gemm_set_size_rules) to run the family on every shape.
+ *   check_packed     NULL, or the second half of a guard whose scan the packers do while
+ *                    packing: gk_gemm_run points gk_gemm_src.ctx of A' and B' at the
+ *                    call's gk_gemm_seen (writable; NULL in gk_gemm_pack_b_whole) and
+ *                    calls check_packed after the call; 0 = the result may leave the
+ *                    documented bound, and the call runs again on the next family of
+ *                    the row, which rewrites all of Y (Y never aliases A', B' or C).  A
+ *                    family with it has no ukernel_ldb (B' is packed, so seen). */
 struct gk_gemm_args;
+/* What the packers of a family with check_packed saw of one call's operands (see
+ * gk_gemm_kernel): a family-defined minimum per operand (the bfloat16 dot families:
+ * gk_bf16_span.lo, 0xffff for nothing seen), which packers of every thread lower
+ * atomically through gk_gemm_src.ctx; b_seen == 0 when the call read B' from a
+ * pre-packing (its packers never saw B'). */
+typedef struct gk_gemm_seen {
+    unsigned a_min, b_min;
+    int b_seen;
+} gk_gemm_seen;
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
     int dtype;            /* enum gk_gemm_dtype this family serves */
@@ -219,6 +236,7 @@ typedef struct gk_gemm_kernel {
     int kc_thin;
     int min_rows, min_depth;
     ptrdiff_t min_macs;
+    int (*check_packed)(const gk_gemm_seen *seen, const struct gk_gemm_args *args);
 } gk_gemm_kernel;
 
 /* Switches the families' size rules (gk_gemm_kernel.min_rows / ...) on (1, the

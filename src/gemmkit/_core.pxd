@@ -191,6 +191,7 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int kc_thin
         int min_rows, min_depth
         Py_ssize_t min_macs
+        void *check_packed
     int gk_gemm_set_size_rules(int on)
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)

@@ -448,10 +448,13 @@ static int too_small(const gk_gemm_kernel *kern, const gk_gemm_args *g)
            (double)g->m * (double)g->n * (double)g->k < (double)kern->min_macs;
 }
 
+static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed,
+                    gk_gemm_seen *seen);
+
 int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed)
 {
-    gk_gemm_epi epi;
-    gk_gemm_plan plan;
+    gk_gemm_seen seen;
+    int rc;
 
     if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
         return GK_GEMM_EINVAL;
@@ -466,6 +469,24 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
     }
     if (g->k <= 0)
         b_packed = NULL;
+    seen.a_min = seen.b_min = 0xffffu;
+    seen.b_seen = b_packed == NULL;
+    rc = run_plan(kern, g, b_packed, kern->check_packed != NULL ? &seen : NULL);
+    /* the second half of a guard (gk_gemm_kernel.check_packed): the next family runs the
+     * call again, rewriting all of Y */
+    if (rc == GK_GEMM_OK && kern->check_packed != NULL && !kern->check_packed(&seen, g))
+        return gk_gemm_run_packed(gk_gemm_kernel_after(kern), g, NULL);
+    return rc;
+}
+
+/* One call on kern (which takes it): the plan, then the path.  seen: NULL, or what the
+ * packers saw (gk_gemm_kernel.check_packed). */
+static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed,
+                    gk_gemm_seen *seen)
+{
+    gk_gemm_epi epi;
+    gk_gemm_plan plan;
+
     gk_gemm_epi_init(&epi, g);
     plan.m = g->m;
     plan.n = g->n;
@@ -473,11 +494,11 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
     plan.a.p = (const char *)g->a;
     plan.a.rs = g->a_rs;
     plan.a.cs = g->a_cs;
-    plan.a.ctx = NULL;
+    plan.a.ctx = seen;
     plan.b.p = (const char *)g->b;
     plan.b.rs = g->b_rs;
     plan.b.cs = g->b_cs;
-    plan.b.ctx = NULL;
+    plan.b.ctx = seen;
     plan.pack_a = kern->pack_a;
     plan.pack_b = kern->pack_b;
     plan.epilogue = gk_gemm_epi_is_identity(&epi, g->dtype) ? NULL : kern->epilogue;

@@ -12,11 +12,15 @@
  * hardware adds a step's products in.  Y is rounded once to bfloat16 at the end
  * (gk_gemm_epilogue_bf16, shared with the scalar family).
  *
- * The guard (accepts) is the vdpbf16ps family's, for the same flushes
- * (gk_bf16dot_no_flush): a call with a bfloat16 denormal in A' or B', or whose smallest
- * exponents could make a product or partial sum denormal, runs on the next family of the
- * bfloat16 row instead (the widening float32 one: its result bit for bit), as do calls
- * too small for tiles to pay (the size rule, GK_AMXBF16_MIN_ROWS / GK_AMXBF16_MIN_MACS).
+ * The guard is the vdpbf16ps family's, for the same flushes (gk_bf16dot_no_flush): a call
+ * with a bfloat16 denormal in A' or B', or whose smallest exponents could make a product
+ * or partial sum denormal, gets the result of the next family of the bfloat16 row (the
+ * widening float32 one), bit for bit.  The scan is folded into packing (SEEN below) and
+ * judged after the call (check_packed): such a call runs again on that family, which
+ * rewrites Y -- one read of A and B less per call than a scan first (2-8% of a call; more
+ * where B comes from memory), at the price of a wasted run on hostile inputs.  Calls too
+ * small for tiles to pay go to that family directly (the size rule,
+ * GK_AMXBF16_MIN_ROWS / _DEPTH / _MACS).
  *
  * Tile: MR x NR = 32 x 32 = 2 x 2 float32 accumulator tiles (tmm4..7); A tiles tmm0..1
  * (16 rows x 16 pairs), B tiles tmm2..3 (16 pairs x 16 columns); one step is 32 deep.
@@ -83,6 +87,42 @@ static void end(void) { _tile_release(); }
 
 /* ---- packers ----------------------------------------------------------------------------- */
 
+/* The guard's scan, folded into packing: every 64-byte vector (or word) a packer stores
+ * holds real elements or +0 pads (neutral), so the minimum of gk_bf16_span.lo over what
+ * it stores is the one over the block it packed.  SEEN folds a vector into the packer's
+ * local minimum; publish() folds that into the call's gk_gemm_seen (src->ctx; NULL for a
+ * pre-packing), atomically: the parts of a call pack on several threads. */
+#define SEEN_INIT                                                                           \
+    const __m512i seen_mag = _mm512_set1_epi16(0x7fff), seen_one = _mm512_set1_epi16(1);   \
+    __m512i seen = _mm512_set1_epi16(-1);                                                   \
+    unsigned seen_s = 0xffffu
+#define SEEN(v)                                                                             \
+    (seen = _mm512_min_epu16(seen, _mm512_sub_epi16(_mm512_and_si512((v), seen_mag), seen_one)))
+#define SEEN_WORD(w)                                                                        \
+    do {                                                                                    \
+        const unsigned lo_ = (((w)&0x7fffu) - 1u) & 0xffffu;                                \
+        const unsigned hi_ = ((((w) >> 16) & 0x7fffu) - 1u) & 0xffffu;                      \
+        seen_s = lo_ < seen_s ? lo_ : seen_s;                                               \
+        seen_s = hi_ < seen_s ? hi_ : seen_s;                                               \
+    } while (0)
+
+static void publish(const gk_gemm_src *src, int is_b, __m512i seen, unsigned seen_s)
+{
+    GK_ALIGNED(64) uint16_t lane[32];
+    gk_gemm_seen *sn = (gk_gemm_seen *)(uintptr_t)src->ctx;
+    unsigned lo = seen_s, *p, cur;
+    if (sn == NULL)
+        return;
+    _mm512_store_si512((void *)lane, seen);
+    for (int i = 0; i < 32; i++)
+        lo = lane[i] < lo ? lane[i] : lo;
+    p = is_b ? &sn->b_min : &sn->a_min;
+    cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (lo < cur && !__atomic_compare_exchange_n(p, &cur, lo, 1, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED)) {
+    }
+}
+
 /* byte offset of pair p of row i in an A panel of kp pairs (layout above) */
 static inline ptrdiff_t a_off(int tiled, int kp, int i, int p)
 {
@@ -98,6 +138,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
     const char *base = a->p + i0 * rs + k0 * cs;
     const int tiled = kc >= SHORT_KC, kp = (kc + 1) / 2;
     const int kpp = tiled ? (kp + 15) / 16 * 16 : kp; /* pairs with padding */
+    SEEN_INIT;
     (void)mr; /* always MR: this family's own packer */
     for (int p0 = 0; p0 < mc; p0 += MR) {
         char *d = (char *)dst + (ptrdiff_t)(p0 / MR) * kc * MR * 4;
@@ -111,6 +152,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                 if (!tiled) {
                     const __m512i v = i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc), r)
                                                : _mm512_setzero_si512();
+                    SEEN(v);
                     _mm512_mask_storeu_epi16(d + a_off(0, kp, i, 0), gk_bf16_lanes(2 * kp), v);
                     continue;
                 }
@@ -119,6 +161,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                         i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc - 32 * b),
                                                             r + (ptrdiff_t)64 * b)
                                  : _mm512_setzero_si512();
+                    SEEN(v);
                     _mm512_storeu_si512((void *)(d + a_off(1, kp, i, 16 * b)), v);
                 }
             }
@@ -138,6 +181,8 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                     const __m512i hi = k + 1 < kc
                                            ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)(k + 1) * cs)
                                            : _mm512_setzero_si512();
+                    SEEN(lo);
+                    SEEN(hi);
                     w0[q] = _mm512_permutex2var_epi16(lo, ix0, hi); /* rows 0..15 */
                     w1[q] = _mm512_permutex2var_epi16(lo, ix1, hi); /* rows 16..31 */
                 }
@@ -158,10 +203,12 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                 if (i < rows && 2 * p < kc)
                     w = gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
                         (2 * p + 1 < kc ? gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16 : 0u);
+                SEEN_WORD(w);
                 memcpy(d + a_off(tiled, kp, i, p), &w, 4);
             }
         }
     }
+    publish(a, 0, seen, seen_s);
 }
 
 /* depth [k0, k0+kc) x columns [j0, j0+nc) of B' -> ceil(nc/32) panels, kc*32 floats apart */
@@ -172,6 +219,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
     const char *base = b->p + k0 * rs + j0 * cs;
     const int kp = (kc + 1) / 2;
     const int kpp = kc >= SHORT_KC ? (kp + 15) / 16 * 16 : kp; /* pairs with padding */
+    SEEN_INIT;
     (void)nr; /* always NR */
     if (cs == 2) {
         /* rows of B' contiguous (the usual B): interleave rows 2p and 2p+1, in the order
@@ -196,6 +244,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                         const __m512i hi = has_hi
                                                ? _mm512_maskz_loadu_epi16(m[g], r0 + rs + 64 * g)
                                                : _mm512_setzero_si512();
+                        SEEN(lo);
+                        SEEN(hi);
                         _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(lo, ix0, hi));
                         _mm512_storeu_si512((void *)(d + 16),
                                             _mm512_permutex2var_epi16(lo, ix1, hi));
@@ -203,6 +253,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                 }
             }
         }
+        publish(b, 1, seen, seen_s);
         return;
     }
     for (int q0 = 0; q0 < nc; q0 += NR) {
@@ -221,6 +272,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                                    ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)(16 * h + j) * cs +
                                                                      4 * (ptrdiff_t)p0)
                                    : _mm512_setzero_si512();
+                    for (int j = 0; j < 16; j++)
+                        SEEN(r[j]);
                     gk_bf16_transpose16(r, o);
                     const int np = kpp - p0 < 16 ? kpp - p0 : 16;
                     for (int p = 0; p < np; p++)
@@ -236,10 +289,12 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                 if (j < cols && 2 * p < kc)
                     w = gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
                         (2 * p + 1 < kc ? gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16 : 0u);
+                SEEN_WORD(w);
                 d[(ptrdiff_t)p * NR + j] = w;
             }
         }
     }
+    publish(b, 1, seen, seen_s);
 }
 
 /* ---- micro-kernel ------------------------------------------------------------------------- */
@@ -340,12 +395,14 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
 
 /* ---- the guard ------------------------------------------------------------------------------ */
 
-static int accepts(const struct gk_gemm_args *g)
+/* gk_gemm_kernel.check_packed: the vdpbf16ps family's guard on what the packers saw (B'
+ * from a pre-packing is scanned here). */
+static int check_packed(const gk_gemm_seen *seen, const struct gk_gemm_args *g)
 {
-    if (g->m == 0 || g->n == 0 || g->k == 0)
-        return 1; /* no product at all */
-    return gk_bf16dot_no_flush(gk_bf16_scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k),
-                               gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n));
+    const unsigned b_lo = seen->b_seen ? seen->b_min
+                                       : gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs,
+                                                          g->k, g->n);
+    return gk_bf16dot_no_flush(seen->a_min, b_lo);
 }
 
 const gk_gemm_kernel gk_gemm_bf16_amxbf16 = {
@@ -355,10 +412,11 @@ const gk_gemm_kernel gk_gemm_bf16_amxbf16 = {
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
     2,       /* pack_esz: bfloat16 halves of the pair words */
-    accepts, /* the DAZ/FTZ guard above */
+    NULL,    /* accepts: the guard runs on what the packers saw (check_packed) */
     NULL,    /* ukernel_strip */
     begin, end,
     KC_SUB,  /* kc_sub: see the header */
     KC_THIN, /* kc_thin: four tile steps (the default 16 would fill half of one) */
     GK_AMXBF16_MIN_ROWS, GK_AMXBF16_MIN_DEPTH, GK_AMXBF16_MIN_MACS, /* the size rule */
+    check_packed, /* the DAZ/FTZ guard above */
 };
