@@ -147,19 +147,23 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
         if (cs == 2) {
             /* rows contiguous (the usual A): a row's pairs are its elements as they lie;
              * masked loads read only the kc real ones and zero the rest */
-            for (int i = 0; i < MR; i++) {
-                const char *r = src + (ptrdiff_t)i * rs;
-                if (!tiled) {
-                    const __m512i v = i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc), r)
-                                               : _mm512_setzero_si512();
+            if (!tiled) {
+                for (int i = 0; i < MR; i++) {
+                    const __m512i v =
+                        i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc), src + (ptrdiff_t)i * rs)
+                                 : _mm512_setzero_si512();
                     SEEN(v);
                     _mm512_mask_storeu_epi16(d + a_off(0, kp, i, 0), gk_bf16_lanes(2 * kp), v);
-                    continue;
                 }
-                for (int b = 0; b < kpp / 16; b++) {
+                continue;
+            }
+            /* block by block: the stores run through each 2 KB block in order (row by row,
+             * blocks 2 KB apart, would share a few L1 sets) */
+            for (int b = 0; b < kpp / 16; b++) {
+                const __mmask32 m = gk_bf16_lanes(kc - 32 * b);
+                for (int i = 0; i < MR; i++) {
                     const __m512i v =
-                        i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc - 32 * b),
-                                                            r + (ptrdiff_t)64 * b)
+                        i < rows ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)i * rs + (ptrdiff_t)64 * b)
                                  : _mm512_setzero_si512();
                     SEEN(v);
                     _mm512_storeu_si512((void *)(d + a_off(1, kp, i, 16 * b)), v);
