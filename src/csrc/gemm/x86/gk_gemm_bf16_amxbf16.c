@@ -1,16 +1,17 @@
 /* The bfloat16 Gemm family on AMX-BF16 tiles (group amxbf16: the amx group's flags +
  * AMX-BF16; dispatch entry: level amx + GK_CPU_AMXBF16).
  *
- * What tdpbf16ps computes, per float32 element (m, n) of the accumulator tile (Intel SDM,
- * TDPBF16PS): for each of the 16 k pairs of the step, in increasing pair order,
+ * What tdpbf16ps computes, per float32 element (m, n) of the accumulator tile: the Intel
+ * SDM writes it as, for each of the 16 k pairs of the step, in increasing pair order,
  *     acc += a(m, 2p) * b(2p, n);  acc += a(m, 2p+1) * b(2p+1, n)
- * with the products exact (8-bit significands) and the sums in float32, rounded to
- * nearest even, input denormals read as zero (DAZ), denormal results flushed to zero
- * (FTZ), MXCSR neither read nor written.  Where no denormal appears these are float32
- * sums of the exact products, at most one rounding per add: inside the float32
- * accumulation bound every bfloat16 path keeps (gamma_K * sum |a||b|), whatever order the
- * hardware adds a step's products in.  Y is rounded once to bfloat16 at the end
- * (gk_gemm_epilogue_bf16, shared with the scalar family).
+ * with exact products (8-bit significands), float32 sums rounded to nearest even, input
+ * denormals read as zero (DAZ), denormal results flushed to zero (FTZ), MXCSR neither
+ * read nor written.  Measured on Sapphire Rapids, a step's products are combined with
+ * fewer roundings than that (1 + 16 * 2**-24 - 1 over one step gives 8 * 2**-24; the
+ * sequential float32 sums give 0): where no denormal appears the sums stay inside the
+ * float32 accumulation bound every bfloat16 path keeps (gamma_K * sum |a||b|), which the
+ * C harness and tests/test_gemm_bf16dot.py check.  Y is rounded once to bfloat16 at the
+ * end by the avx512 group's fused epilogue (bit for bit gk_gemm_epilogue_bf16).
  *
  * The guard is the vdpbf16ps family's, for the same flushes (gk_bf16dot_no_flush): a call
  * with a bfloat16 denormal in A' or B', or whose smallest exponents could make a product
@@ -38,11 +39,15 @@
  *     A row i at i * kp * 4 bytes, B as above with kp pair rows; the micro-kernel copies
  *     them into zero-padded blocks of its own.
  *   An odd kc pads its last pair's high half with +0; rows / columns beyond the valid ones
- *   and pad pairs are +0.  A pad product is 0 * 0 (a real element meets a pad only where
- *   the other side is +0 too... never: a pad pair is +0 on both sides), so the padding
- *   adds +0 to sums that are never -0 (the running sum starts at +0).
- * Blocking: KC = 512 keeps a B micro-panel (32 KB) in L1 while the ir loop streams 32 KB
- * A micro-panels from L2; MC and NC from the caches with 2-byte packed elements.
+ *   and pad pairs are +0.  A valid output meets only depth pads, +0 on both sides: +0
+ *   products, which leave its running sum unchanged (it starts at +0, so it is never -0);
+ *   padded rows and columns (which may meet an infinity: NaN) are never stored.
+ * Blocking: KC = 2048 in sub-blocks of KC_SUB = 512 (gk_gemm_kernel.kc_sub): a B sub-panel
+ * (32 KB) stays in L1 while the ir loop streams the A sub-panels from L2, and the float32
+ * sums of one column strip wait in L2 between sub-blocks; a product with K <= 2048
+ * finishes each tile in one K block, its epilogue right after the last sub-block (with
+ * KC 512 the sums of 1024^3 passed through memory: a third of the call).  MC and NC from
+ * the caches with 2-byte packed elements.
  * State: begin() loads the tile configuration on the calling thread, end() releases it
  * (the driver calls them around each part of a call, gk_gemm_kernel). */
 #include <immintrin.h>
@@ -106,6 +111,7 @@ static void end(void) { _tile_release(); }
         seen_s = hi_ < seen_s ? hi_ : seen_s;                                               \
     } while (0)
 
+/* (GNU __atomic builtins: this group is built by gcc and clang only, see setup.py) */
 static void publish(const gk_gemm_src *src, int is_b, __m512i seen, unsigned seen_s)
 {
     GK_ALIGNED(64) uint16_t lane[32];

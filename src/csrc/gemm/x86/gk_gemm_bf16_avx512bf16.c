@@ -8,7 +8,8 @@
  * flushed to zero (FTZ), MXCSR neither read nor written.  So where no denormal appears,
  * it is the widening float32 path's arithmetic exactly, with the two k of a pair added
  * odd first: the same float32 accumulation bound (gamma_K * sum |a||b|), one RNE rounding
- * to bfloat16 at the end (gk_gemm_epilogue_bf16, shared with the scalar family).
+ * to bfloat16 at the end (the avx512 group's fused epilogue, bit for bit
+ * gk_gemm_epilogue_bf16).
  *
  * The guard (accepts, run by gk_gemm_run before anything else): DAZ/FTZ could break that
  * bound on hostile inputs, so the family declines a call where A' or B' holds a bfloat16
