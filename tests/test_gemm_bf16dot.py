@@ -349,23 +349,33 @@ def test_size_rule():
 @pytest.mark.parametrize("where", ["A", "B"])
 def test_guard_with_pack_b_and_threads(where):
     """The guard sees every element whether B' comes packed per call or from pack_b (its
-    packers never saw it), and whichever thread packed it: a denormal in any part of A'
-    or B' gives the fallback's bits; without it the dot family's result is kept."""
+    packers never saw it), and whichever thread packed it: a denormal anywhere in A' or B'
+    gives the fallback's bits.  The denormal's products are the only terms of one output
+    row (column) and visible there (3 * 2**-33), where a flush would leave zeros."""
     rng = np.random.default_rng(31)
     M, N, K = 96, 2 * NR * 4 + 7, 300
     A, B, _ = problem(M, N, K, BF16, 0, 0, "none", rng)
-    den = np.uint16(0x0003).view(BF16)
+    den, big = np.uint16(0x0003).view(BF16), bf(2.0**100)
+    spots = ([(0, 0), (M - 1, K - 1), (M // 2, K // 3)] if where == "A" else
+             [(0, 0), (K - 1, N - 1), (K // 2, N - NR // 2)])
     for threads in (1, 2):
         with gk.threads(threads):
-            for pos in [(0, 0), (-1, -1), (M // 2, K // 3)] if where == "A" else \
-                    [(0, 0), (-1, -1), (K // 2, N - NR // 2)]:
-                A2 = _put(A, pos, den) if where == "A" else A
-                B2 = _put(B, pos, den) if where == "B" else B
-                want = fallback(A2, B2)
+            for r, c in spots:
+                A2, B2 = A.copy(), B.copy()
+                if where == "A":   # row r of A': the denormal at depth c alone; B' row c big
+                    A2[r] = 0
+                    A2[r, c] = den
+                    B2[c] = big
+                    want = fallback(A2, B2)
+                    line = want[r]
+                else:              # column c of B': the denormal at depth r alone; A' column r big
+                    B2[:, c] = 0
+                    B2[r, c] = den
+                    A2[:, r] = big
+                    want = fallback(A2, B2)
+                    line = want[:, c]
+                assert (line.astype(np.float32) == np.float32(3 * 2.0**-33)).all()
                 same_bits(check(A2, B2), want)
                 same_bits(gk.gemm(A2, gk.pack_b(B2, "gemm")), want)
-            Y = check(A, B)
-            same_bits(gk.gemm(A, gk.pack_b(B, "gemm")), Y)
-            # the dot family ran: its sums differ from the sequential ones somewhere (so the
-            # comparisons above do tell a missed rejection)
-            assert (Y.view(np.uint16) != fallback(A, B).view(np.uint16)).any()
+            same_bits(gk.gemm(A, gk.pack_b(B, "gemm")), check(A, B))
+    assert ran_dot_family()  # the dot family runs where nothing is declined

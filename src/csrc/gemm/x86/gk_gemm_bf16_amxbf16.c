@@ -16,8 +16,8 @@
  * The guard is the vdpbf16ps family's, for the same flushes (gk_bf16dot_no_flush): a call
  * with a bfloat16 denormal in A' or B', or whose smallest exponents could make a product
  * or partial sum denormal, gets the result of the next family of the bfloat16 row (the
- * widening float32 one), bit for bit.  The scan is folded into packing (SEEN below) and
- * judged after the call (check_packed): such a call runs again on that family, which
+ * widening float32 one), bit for bit.  The scan is folded into packing (gk_bf16_seen)
+ * and judged after the call (check_packed): such a call runs again on that family, which
  * rewrites Y -- one read of A and B less per call than a scan first (2-8% of a call; more
  * where B comes from memory), at the price of a wasted run on hostile inputs.  Calls too
  * small for tiles to pay go to that family directly (the size rule,
@@ -92,43 +92,6 @@ static void end(void) { _tile_release(); }
 
 /* ---- packers ----------------------------------------------------------------------------- */
 
-/* The guard's scan, folded into packing: every 64-byte vector (or word) a packer stores
- * holds real elements or +0 pads (neutral), so the minimum of gk_bf16_span.lo over what
- * it stores is the one over the block it packed.  SEEN folds a vector into the packer's
- * local minimum; publish() folds that into the call's gk_gemm_seen (src->ctx; NULL for a
- * pre-packing), atomically: the parts of a call pack on several threads. */
-#define SEEN_INIT                                                                           \
-    const __m512i seen_mag = _mm512_set1_epi16(0x7fff), seen_one = _mm512_set1_epi16(1);   \
-    __m512i seen = _mm512_set1_epi16(-1);                                                   \
-    unsigned seen_s = 0xffffu
-#define SEEN(v)                                                                             \
-    (seen = _mm512_min_epu16(seen, _mm512_sub_epi16(_mm512_and_si512((v), seen_mag), seen_one)))
-#define SEEN_WORD(w)                                                                        \
-    do {                                                                                    \
-        const unsigned lo_ = (((w)&0x7fffu) - 1u) & 0xffffu;                                \
-        const unsigned hi_ = ((((w) >> 16) & 0x7fffu) - 1u) & 0xffffu;                      \
-        seen_s = lo_ < seen_s ? lo_ : seen_s;                                               \
-        seen_s = hi_ < seen_s ? hi_ : seen_s;                                               \
-    } while (0)
-
-/* (GNU __atomic builtins: this group is built by gcc and clang only, see setup.py) */
-static void publish(const gk_gemm_src *src, int is_b, __m512i seen, unsigned seen_s)
-{
-    GK_ALIGNED(64) uint16_t lane[32];
-    gk_gemm_seen *sn = (gk_gemm_seen *)(uintptr_t)src->ctx;
-    unsigned lo = seen_s, *p, cur;
-    if (sn == NULL)
-        return;
-    _mm512_store_si512((void *)lane, seen);
-    for (int i = 0; i < 32; i++)
-        lo = lane[i] < lo ? lane[i] : lo;
-    p = is_b ? &sn->b_min : &sn->a_min;
-    cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (lo < cur && !__atomic_compare_exchange_n(p, &cur, lo, 1, __ATOMIC_RELAXED,
-                                                    __ATOMIC_RELAXED)) {
-    }
-}
-
 /* byte offset of pair p of row i in an A panel of kp pairs (layout above) */
 static inline ptrdiff_t a_off(int tiled, int kp, int i, int p)
 {
@@ -144,7 +107,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
     const char *base = a->p + i0 * rs + k0 * cs;
     const int tiled = kc >= SHORT_KC, kp = (kc + 1) / 2;
     const int kpp = tiled ? (kp + 15) / 16 * 16 : kp; /* pairs with padding */
-    SEEN_INIT;
+    gk_bf16_seen seen = gk_bf16_seen_init();
     (void)mr; /* always MR: this family's own packer */
     for (int p0 = 0; p0 < mc; p0 += MR) {
         char *d = (char *)dst + (ptrdiff_t)(p0 / MR) * kc * MR * 4;
@@ -158,7 +121,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                     const __m512i v =
                         i < rows ? _mm512_maskz_loadu_epi16(gk_bf16_lanes(kc), src + (ptrdiff_t)i * rs)
                                  : _mm512_setzero_si512();
-                    SEEN(v);
+                    gk_bf16_seen_vec(&seen, v);
                     _mm512_mask_storeu_epi16(d + a_off(0, kp, i, 0), gk_bf16_lanes(2 * kp), v);
                 }
                 continue;
@@ -171,7 +134,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                     const __m512i v =
                         i < rows ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)i * rs + (ptrdiff_t)64 * b)
                                  : _mm512_setzero_si512();
-                    SEEN(v);
+                    gk_bf16_seen_vec(&seen, v);
                     _mm512_storeu_si512((void *)(d + a_off(1, kp, i, 16 * b)), v);
                 }
             }
@@ -191,8 +154,8 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                     const __m512i hi = k + 1 < kc
                                            ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)(k + 1) * cs)
                                            : _mm512_setzero_si512();
-                    SEEN(lo);
-                    SEEN(hi);
+                    gk_bf16_seen_vec(&seen, lo);
+                    gk_bf16_seen_vec(&seen, hi);
                     w0[q] = _mm512_permutex2var_epi16(lo, ix0, hi); /* rows 0..15 */
                     w1[q] = _mm512_permutex2var_epi16(lo, ix1, hi); /* rows 16..31 */
                 }
@@ -213,12 +176,12 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                 if (i < rows && 2 * p < kc)
                     w = gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
                         (2 * p + 1 < kc ? gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16 : 0u);
-                SEEN_WORD(w);
+                gk_bf16_seen_word(&seen, w);
                 memcpy(d + a_off(tiled, kp, i, p), &w, 4);
             }
         }
     }
-    publish(a, 0, seen, seen_s);
+    gk_bf16_seen_publish(a, 0, &seen);
 }
 
 /* depth [k0, k0+kc) x columns [j0, j0+nc) of B' -> ceil(nc/32) panels, kc*32 floats apart */
@@ -229,7 +192,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
     const char *base = b->p + k0 * rs + j0 * cs;
     const int kp = (kc + 1) / 2;
     const int kpp = kc >= SHORT_KC ? (kp + 15) / 16 * 16 : kp; /* pairs with padding */
-    SEEN_INIT;
+    gk_bf16_seen seen = gk_bf16_seen_init();
     (void)nr; /* always NR */
     if (cs == 2) {
         /* rows of B' contiguous (the usual B): interleave rows 2p and 2p+1, in the order
@@ -254,8 +217,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                         const __m512i hi = has_hi
                                                ? _mm512_maskz_loadu_epi16(m[g], r0 + rs + 64 * g)
                                                : _mm512_setzero_si512();
-                        SEEN(lo);
-                        SEEN(hi);
+                        gk_bf16_seen_vec(&seen, lo);
+                        gk_bf16_seen_vec(&seen, hi);
                         _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(lo, ix0, hi));
                         _mm512_storeu_si512((void *)(d + 16),
                                             _mm512_permutex2var_epi16(lo, ix1, hi));
@@ -263,7 +226,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                 }
             }
         }
-        publish(b, 1, seen, seen_s);
+        gk_bf16_seen_publish(b, 1, &seen);
         return;
     }
     for (int q0 = 0; q0 < nc; q0 += NR) {
@@ -283,7 +246,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                                                                      4 * (ptrdiff_t)p0)
                                    : _mm512_setzero_si512();
                     for (int j = 0; j < 16; j++)
-                        SEEN(r[j]);
+                        gk_bf16_seen_vec(&seen, r[j]);
                     gk_bf16_transpose16(r, o);
                     const int np = kpp - p0 < 16 ? kpp - p0 : 16;
                     for (int p = 0; p < np; p++)
@@ -299,12 +262,12 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                 if (j < cols && 2 * p < kc)
                     w = gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
                         (2 * p + 1 < kc ? gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16 : 0u);
-                SEEN_WORD(w);
+                gk_bf16_seen_word(&seen, w);
                 d[(ptrdiff_t)p * NR + j] = w;
             }
         }
     }
-    publish(b, 1, seen, seen_s);
+    gk_bf16_seen_publish(b, 1, &seen);
 }
 
 /* ---- micro-kernel ------------------------------------------------------------------------- */
@@ -403,18 +366,6 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
         memcpy(y + i * ldc, t + i * NR, (size_t)nr_valid * 4);
 }
 
-/* ---- the guard ------------------------------------------------------------------------------ */
-
-/* gk_gemm_kernel.check_packed: the vdpbf16ps family's guard on what the packers saw (B'
- * from a pre-packing is scanned here). */
-static int check_packed(const gk_gemm_seen *seen, const struct gk_gemm_args *g)
-{
-    const unsigned b_lo = seen->b_seen ? seen->b_min
-                                       : gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs,
-                                                          g->k, g->n);
-    return gk_bf16dot_no_flush(seen->a_min, b_lo);
-}
-
 const gk_gemm_kernel gk_gemm_bf16_amxbf16 = {
     "amxbf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 1024, KC, 2048,
     pack_a, pack_b, ukernel, gk_gemm_bf16_avx512_epilogue_ext,
@@ -428,5 +379,5 @@ const gk_gemm_kernel gk_gemm_bf16_amxbf16 = {
     KC_SUB,  /* kc_sub: see the header */
     KC_THIN, /* kc_thin: four tile steps (the default 16 would fill half of one) */
     GK_AMXBF16_MIN_ROWS, GK_AMXBF16_MIN_DEPTH, GK_AMXBF16_MIN_MACS, /* the size rule */
-    check_packed, /* the DAZ/FTZ guard above */
+    gk_bf16_check_packed, /* the DAZ/FTZ guard (gk_gemm_bf16_pairs_x86.h) */
 };

@@ -11,17 +11,18 @@
  * to bfloat16 at the end (the avx512 group's fused epilogue, bit for bit
  * gk_gemm_epilogue_bf16).
  *
- * The guard (accepts, run by gk_gemm_run before anything else): DAZ/FTZ could break that
- * bound on hostile inputs, so the family declines a call where A' or B' holds a bfloat16
- * denormal or their smallest exponents could make a product or partial sum denormal
- * (gk_bf16dot_no_flush, gk_gemm_bf16dot_guard.h; the rounding is to nearest, so an
- * overflow gives infinity as in the float32 path: no bound on the largest exponents).
- * The next family of the bfloat16 row (the widening float32 one) then runs it, so the
- * result is that family's bit for bit.  Typical data always passes.  Small calls are not
- * declined: scan and packing included, this family took at most the float32 avx512
- * family's time on float32 copies of the same data from 8^3 up (Zen 4: 8^3 0.50 vs
- * 0.47 us, 16^3 0.78 vs 0.84, 64^3 5.9 vs 6.9), a lower bound for any widening bfloat16
- * family.
+ * The guard: DAZ/FTZ could break that bound on hostile inputs, so a call where A' or B'
+ * holds a bfloat16 denormal, or whose smallest exponents could make a product or partial
+ * sum denormal (gk_bf16dot_no_flush, gk_gemm_bf16dot_guard.h; the rounding is to nearest,
+ * so an overflow gives infinity as in the float32 path: no bound on the largest
+ * exponents), gets the result of the next family of the bfloat16 row (the widening
+ * float32 one), bit for bit.  The scan is folded into packing (gk_bf16_seen,
+ * gk_gemm_bf16_pairs_x86.h) and judged after the call (gk_gemm_kernel.check_packed): such
+ * a call runs again on that family, which rewrites Y.  Typical data always passes.  Small
+ * calls are not declined: scan and packing included, this family took at most the
+ * float32 avx512 family's time on float32 copies of the same data from 8^3 up (Zen 4,
+ * measured with the scan before the call: 8^3 0.50 vs 0.47 us, 16^3 0.78 vs 0.84, 64^3
+ * 5.9 vs 6.9), a lower bound for any widening bfloat16 family.
  *
  * Blocking: tile 14 x 32 (28 zmm accumulators).  KC = 1024 (even, so only a product's
  * last K block can be odd), not the L1 formula's 512: the k-loop needs 184 bytes of
@@ -62,6 +63,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
     const ptrdiff_t rs = a->rs, cs = a->cs;
     const char *base = a->p + i0 * rs + k0 * cs;
     const int kp = (kc + 1) / 2, odd = kc & 1;
+    gk_bf16_seen seen = gk_bf16_seen_init();
     (void)mr; /* always MR: this family's own packer */
     for (int p0 = 0; p0 < mc; p0 += MR) {
         uint32_t *d = (uint32_t *)dst + (ptrdiff_t)(p0 / MR) * kc * MR;
@@ -76,6 +78,8 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
                 const __m512i lo = _mm512_maskz_loadu_epi16(m, c0);
                 const __m512i hi = (odd && p == kp - 1) ? _mm512_setzero_si512()
                                                         : _mm512_maskz_loadu_epi16(m, c0 + cs);
+                gk_bf16_seen_vec(&seen, lo);
+                gk_bf16_seen_vec(&seen, hi);
                 _mm512_mask_storeu_epi32(d + (ptrdiff_t)p * MR, (__mmask16)0x3fff,
                                          _mm512_permutex2var_epi16(lo, ix, hi));
             }
@@ -88,9 +92,11 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
             __m512i r[16], o[16];
             r[14] = r[15] = _mm512_setzero_si512();
             for (; pv + 16 <= kc / 2; pv += 16) {
-                for (int i = 0; i < MR; i++)
+                for (int i = 0; i < MR; i++) {
                     r[i] = _mm512_loadu_si512(
                         (const void *)(src + (ptrdiff_t)i * rs + 4 * (ptrdiff_t)pv));
+                    gk_bf16_seen_vec(&seen, r[i]);
+                }
                 gk_bf16_transpose16(r, o);
                 for (int p = 0; p < 16; p++)
                     _mm512_mask_storeu_epi32(d + (ptrdiff_t)(pv + p) * MR, (__mmask16)0x3fff,
@@ -100,21 +106,25 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
         for (int i = 0; i < rows; i++) {
             const char *r = src + (ptrdiff_t)i * rs;
             uint32_t *o = d + i;
-            if (cs == 2) { /* rows contiguous: a pair is one 32-bit word */
-                for (int p = pv; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * MR] = gk_bf16_ld32(r + 4 * (ptrdiff_t)p);
-            } else {
-                for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * MR] = gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
-                                           gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
+            for (int p = cs == 2 ? pv : 0; p < kc / 2; p++) {
+                /* rows contiguous (cs == 2): a pair is one 32-bit word */
+                const uint32_t w = cs == 2 ? gk_bf16_ld32(r + 4 * (ptrdiff_t)p)
+                                           : gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
+                                                 gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
+                gk_bf16_seen_word(&seen, w);
+                o[(ptrdiff_t)p * MR] = w;
             }
-            if (odd)
-                o[(ptrdiff_t)(kp - 1) * MR] = gk_bf16_ld16(r + (ptrdiff_t)(kc - 1) * cs);
+            if (odd) {
+                const uint32_t w = gk_bf16_ld16(r + (ptrdiff_t)(kc - 1) * cs);
+                gk_bf16_seen_word(&seen, w);
+                o[(ptrdiff_t)(kp - 1) * MR] = w;
+            }
         }
         for (int i = rows; i < MR; i++)
             for (int p = 0; p < kp; p++)
                 d[(ptrdiff_t)p * MR + i] = 0;
     }
+    gk_bf16_seen_publish(a, 0, &seen);
 }
 
 /* depth [k0, k0+kc) x columns [j0, j0+nc) of B' -> ceil(nc/32) panels, kc*32 floats apart */
@@ -124,6 +134,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
     const ptrdiff_t rs = b->rs, cs = b->cs;
     const char *base = b->p + k0 * rs + j0 * cs;
     const int kp = (kc + 1) / 2, odd = kc & 1;
+    gk_bf16_seen seen = gk_bf16_seen_init();
     (void)nr; /* always NR */
     for (int q0 = 0; q0 < nc; q0 += NR) {
         uint32_t *d = (uint32_t *)dst + (ptrdiff_t)(q0 / NR) * kc * NR;
@@ -139,6 +150,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
                 const __m512i lo = _mm512_maskz_loadu_epi16(m, r0);
                 const __m512i hi = (odd && p == kp - 1) ? _mm512_setzero_si512()
                                                         : _mm512_maskz_loadu_epi16(m, r0 + rs);
+                gk_bf16_seen_vec(&seen, lo);
+                gk_bf16_seen_vec(&seen, hi);
                 _mm512_storeu_si512((void *)(d + (ptrdiff_t)p * NR),
                                     _mm512_permutex2var_epi16(lo, ix0, hi));
                 _mm512_storeu_si512((void *)(d + (ptrdiff_t)p * NR + 16),
@@ -149,21 +162,25 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
         for (int j = 0; j < cols; j++) {
             const char *c = src + (ptrdiff_t)j * cs;
             uint32_t *o = d + j;
-            if (rs == 2) { /* columns contiguous (transB): a pair is one 32-bit word */
-                for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * NR] = gk_bf16_ld32(c + 4 * (ptrdiff_t)p);
-            } else {
-                for (int p = 0; p < kc / 2; p++)
-                    o[(ptrdiff_t)p * NR] = gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
-                                           gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
+            for (int p = 0; p < kc / 2; p++) {
+                /* columns contiguous (transB, rs == 2): a pair is one 32-bit word */
+                const uint32_t w = rs == 2 ? gk_bf16_ld32(c + 4 * (ptrdiff_t)p)
+                                           : gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
+                                                 gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
+                gk_bf16_seen_word(&seen, w);
+                o[(ptrdiff_t)p * NR] = w;
             }
-            if (odd)
-                o[(ptrdiff_t)(kp - 1) * NR] = gk_bf16_ld16(c + (ptrdiff_t)(kc - 1) * rs);
+            if (odd) {
+                const uint32_t w = gk_bf16_ld16(c + (ptrdiff_t)(kc - 1) * rs);
+                gk_bf16_seen_word(&seen, w);
+                o[(ptrdiff_t)(kp - 1) * NR] = w;
+            }
         }
         for (int j = cols; j < NR; j++)
             for (int p = 0; p < kp; p++)
                 d[(ptrdiff_t)p * NR + j] = 0;
     }
+    gk_bf16_seen_publish(b, 1, &seen);
 }
 
 /* ---- micro-kernel ------------------------------------------------------------------------ */
@@ -331,16 +348,6 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
         memcpy(y + i * ldc, t + i * NR, (size_t)nr_valid * 4);
 }
 
-/* ---- the guard ------------------------------------------------------------------------------ */
-
-static int accepts(const struct gk_gemm_args *g)
-{
-    if (g->m == 0 || g->n == 0 || g->k == 0)
-        return 1; /* no product at all */
-    return gk_bf16dot_no_flush(gk_bf16_scan_min((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k),
-                               gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n));
-}
-
 const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
     "avx512bf16", GK_DT_BF16, GK_ACC_F32, MR, NR, 252, 1024, 2048,
     pack_a, pack_b, ukernel, gk_gemm_bf16_avx512_epilogue_ext,
@@ -348,5 +355,10 @@ const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
     2,       /* pack_esz: bfloat16 halves of the pair words */
-    accepts, /* the DAZ/FTZ guard above */
+    NULL,    /* accepts: the guard runs on what the packers saw (check_packed) */
+    NULL,    /* ukernel_strip */
+    NULL, NULL, /* begin, end */
+    0, 0,    /* kc_sub, kc_thin */
+    0, 0, 0, /* no size rule: small calls are not declined (see the header) */
+    gk_bf16_check_packed, /* the DAZ/FTZ guard (gk_gemm_bf16_pairs_x86.h) */
 };

@@ -1,6 +1,6 @@
 /* Helpers of the x86 bfloat16 pair families (vdpbf16ps: gk_gemm_bf16_avx512bf16.c; AMX
  * tiles: gk_gemm_bf16_amxbf16.c), which both pack bfloat16 k pairs as 32-bit words (low
- * half the even k, high half the odd k).  AVX-512 F/BW code: include only from files
+ * half the even k, high half the odd k) and fold their guard's scan into packing.  AVX-512 F/BW code: include only from files
  * whose group enables both. */
 #ifndef GK_GEMM_BF16_PAIRS_X86_H
 #define GK_GEMM_BF16_PAIRS_X86_H
@@ -12,6 +12,7 @@
 
 #include "core/gk_compiler.h"
 #include "gemm/gk_gemm_bf16dot_guard.h"
+#include "gemmkit/gk_gemm.h"
 
 static inline uint32_t gk_bf16_ld16(const char *p)
 {
@@ -103,6 +104,68 @@ static inline unsigned gk_bf16_scan_min(const char *p, ptrdiff_t rs, ptrdiff_t c
         gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
         return s.lo;
     }
+}
+
+/* The guard's scan folded into packing (gk_gemm_kernel.check_packed): every 64-byte vector
+ * or 32-bit pair word a packer stores holds real elements or +0 pads (neutral), so the
+ * minimum of gk_bf16_span.lo over what it stores is the one over the block it packed.  A
+ * packer folds each stored vector / word into a gk_bf16_seen, then publishes it into the
+ * call's gk_gemm_seen (src->ctx; NULL in a pre-packing) atomically: the parts of a call
+ * pack on several threads.  (GNU __atomic builtins: the groups including this header are
+ * built by gcc and clang only, see setup.py.) */
+typedef struct gk_bf16_seen {
+    __m512i v;
+    unsigned s;
+} gk_bf16_seen;
+
+GK_ALWAYS_INLINE gk_bf16_seen gk_bf16_seen_init(void)
+{
+    gk_bf16_seen sn;
+    sn.v = _mm512_set1_epi16(-1);
+    sn.s = 0xffffu;
+    return sn;
+}
+
+GK_ALWAYS_INLINE void gk_bf16_seen_vec(gk_bf16_seen *sn, __m512i x)
+{
+    const __m512i lo = _mm512_sub_epi16(_mm512_and_si512(x, _mm512_set1_epi16(0x7fff)),
+                                        _mm512_set1_epi16(1));
+    sn->v = _mm512_min_epu16(sn->v, lo);
+}
+
+GK_ALWAYS_INLINE void gk_bf16_seen_word(gk_bf16_seen *sn, uint32_t w)
+{
+    const unsigned lo = ((w & 0x7fffu) - 1u) & 0xffffu;
+    const unsigned hi = (((w >> 16) & 0x7fffu) - 1u) & 0xffffu;
+    sn->s = lo < sn->s ? lo : sn->s;
+    sn->s = hi < sn->s ? hi : sn->s;
+}
+
+static inline void gk_bf16_seen_publish(const gk_gemm_src *src, int is_b, const gk_bf16_seen *sn)
+{
+    GK_ALIGNED(64) uint16_t lane[32];
+    gk_gemm_seen *call = (gk_gemm_seen *)(uintptr_t)src->ctx;
+    unsigned lo = sn->s, *p, cur;
+    if (call == NULL)
+        return;
+    _mm512_store_si512((void *)lane, sn->v);
+    for (int i = 0; i < 32; i++)
+        lo = lane[i] < lo ? lane[i] : lo;
+    p = is_b ? &call->b_min : &call->a_min;
+    cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (lo < cur && !__atomic_compare_exchange_n(p, &cur, lo, 1, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED)) {
+    }
+}
+
+/* gk_gemm_kernel.check_packed of the x86 bfloat16 dot families: the guard
+ * (gk_bf16dot_no_flush) on what the packers saw; B' from a pre-packing is scanned here. */
+static inline int gk_bf16_check_packed(const gk_gemm_seen *seen, const struct gk_gemm_args *g)
+{
+    const unsigned b_lo = seen->b_seen ? seen->b_min
+                                       : gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs,
+                                                          g->k, g->n);
+    return gk_bf16dot_no_flush(seen->a_min, b_lo);
 }
 
 #endif
