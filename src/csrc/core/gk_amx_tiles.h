@@ -44,4 +44,63 @@ GK_ALIGNED(64) static const struct {
 #define GK_TILE_STORED(t, p, s) _tile_stored(t, p, s)
 #endif
 
+/* The 32 x 32 register tile both AMX families run: 2 x 2 accumulator tiles of 16 x 16
+ * 4-byte sums, tmm4 rows 0..15 x columns 0..15, tmm5 columns 16..31, tmm6 / tmm7 rows
+ * 16..31; c an int32_t* / float* to its element (0, 0), ld its row stride in elements. */
+#define GK_AMX_ACC_ZERO()                                                                   \
+    do {                                                                                    \
+        _tile_zero(4);                                                                      \
+        _tile_zero(5);                                                                      \
+        _tile_zero(6);                                                                      \
+        _tile_zero(7);                                                                      \
+    } while (0)
+#define GK_AMX_ACC_LOAD(c, ld)                                                              \
+    do {                                                                                    \
+        GK_TILE_LOADD(4, (c), (ld) * 4);                                                    \
+        GK_TILE_LOADD(5, (c) + 16, (ld) * 4);                                               \
+        GK_TILE_LOADD(6, (c) + 16 * (ld), (ld) * 4);                                        \
+        GK_TILE_LOADD(7, (c) + 16 * (ld) + 16, (ld) * 4);                                   \
+    } while (0)
+#define GK_AMX_ACC_STORE(c, ld)                                                             \
+    do {                                                                                    \
+        GK_TILE_STORED(4, (c), (ld) * 4);                                                   \
+        GK_TILE_STORED(5, (c) + 16, (ld) * 4);                                              \
+        GK_TILE_STORED(6, (c) + 16 * (ld), (ld) * 4);                                       \
+        GK_TILE_STORED(7, (c) + 16 * (ld) + 16, (ld) * 4);                                  \
+    } while (0)
+
+/* Their k-loop: nb >= 1 blocks of 2 KB of a 32-row A panel (tiles tmm0..1: rows 0..15 at
+ * +0, rows 16..31 at +1024, row stride 64) and of a 32-column B panel (tmm2..3: columns
+ * 0..15 at +0, 16..31 at +64, row stride 128), pa / pb (const char *) advancing; DP(c, a,
+ * b) is the tile dot product (_tile_dpbusd, _tile_dpbf16ps).  A panels are streamed (each
+ * is read by one call per B panel, from L2): tileloaddt1 keeps them from evicting the B
+ * micro-panel the driver's consecutive calls reuse from L1 (int8, 1024^3: +20% over
+ * tileloadd).  Tile registers are not renamed -- a tileloadd into a tile waits until every
+ * earlier dot product reading it is done -- so the loop is software-pipelined: the next
+ * block's A0 / B0 load as soon as their last reader of this block has issued, A1 / B1
+ * after the last dot product. */
+#define GK_AMX_2X2_KLOOP(DP, pa, pb, nb)                                                    \
+    do {                                                                                    \
+        GK_TILE_STREAM_LOADD(0, (pa), 64);                                                  \
+        GK_TILE_LOADD(2, (pb), 128);                                                        \
+        GK_TILE_LOADD(3, (pb) + 64, 128);                                                   \
+        GK_TILE_STREAM_LOADD(1, (pa) + 1024, 64);                                           \
+        for (int b_ = 1; b_ < (nb); b_++) {                                                 \
+            (pa) += 2048;                                                                   \
+            (pb) += 2048;                                                                   \
+            DP(4, 0, 2);                                                                    \
+            DP(5, 0, 3);                                                                    \
+            GK_TILE_STREAM_LOADD(0, (pa), 64);                                              \
+            DP(6, 1, 2);                                                                    \
+            GK_TILE_LOADD(2, (pb), 128);                                                    \
+            DP(7, 1, 3);                                                                    \
+            GK_TILE_STREAM_LOADD(1, (pa) + 1024, 64);                                       \
+            GK_TILE_LOADD(3, (pb) + 64, 128);                                               \
+        }                                                                                   \
+        DP(4, 0, 2);                                                                        \
+        DP(5, 0, 3);                                                                        \
+        DP(6, 1, 2);                                                                        \
+        DP(7, 1, 3);                                                                        \
+    } while (0)
+
 #endif

@@ -272,60 +272,17 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
 
 /* ---- micro-kernel ------------------------------------------------------------------------- */
 
-/* A panels are streamed (each is read by one call per B panel, from L2): tileloaddt1
- * keeps them from evicting the B micro-panel the driver's consecutive calls reuse from L1
- * (as in the int8 AMX family). */
-#define LA0(t, p) GK_TILE_STREAM_LOADD(t, (p), 64)
-#define LA1(t, p) GK_TILE_STREAM_LOADD(t, (p) + 1024, 64)
-#define LB0(t, p) GK_TILE_LOADD(t, (p), 128)
-#define LB1(t, p) GK_TILE_LOADD(t, (p) + 64, 128)
-
-/* The 32 x 32 tile at c (row stride ldcb BYTES) = (first ? 0 : c) + nb >= 1 blocks of
- * products.  Tile registers are not renamed (a tileloadd into a tile waits for every
- * earlier tdpbf16ps reading it), so the loop is software-pipelined: the next block's A0 /
- * B0 load as soon as their last reader of this block has issued, A1 / B1 after the last
- * tdpbf16ps. */
-static void core(int nb, const char *pa, const char *pb, float *c, ptrdiff_t ldcb, int first)
+/* The 32 x 32 tile at c (row stride ld elements) = (first ? 0 : c) + nb >= 1 blocks of
+ * products (gk_amx_tiles.h's 2 x 2 k-loop on tdpbf16ps). */
+static void core(int nb, const char *pa, const char *pb, float *c, ptrdiff_t ld, int first)
 {
-    const ptrdiff_t ld = ldcb / 4;
-    if (first) {
-        _tile_zero(4);
-        _tile_zero(5);
-        _tile_zero(6);
-        _tile_zero(7);
-    } else {
-        GK_TILE_LOADD(4, c, ldcb);
-        GK_TILE_LOADD(5, c + 16, ldcb);
-        GK_TILE_LOADD(6, c + 16 * ld, ldcb);
-        GK_TILE_LOADD(7, c + 16 * ld + 16, ldcb);
-    }
-    LA0(0, pa); LB0(2, pb); LB1(3, pb); LA1(1, pa);
-    for (int b = 1; b < nb; b++) {
-        pa += BLK;
-        pb += BLK;
-        _tile_dpbf16ps(4, 0, 2);
-        _tile_dpbf16ps(5, 0, 3);
-        LA0(0, pa);
-        _tile_dpbf16ps(6, 1, 2);
-        LB0(2, pb);
-        _tile_dpbf16ps(7, 1, 3);
-        LA1(1, pa);
-        LB1(3, pb);
-    }
-    _tile_dpbf16ps(4, 0, 2);
-    _tile_dpbf16ps(5, 0, 3);
-    _tile_dpbf16ps(6, 1, 2);
-    _tile_dpbf16ps(7, 1, 3);
-    GK_TILE_STORED(4, c, ldcb);
-    GK_TILE_STORED(5, c + 16, ldcb);
-    GK_TILE_STORED(6, c + 16 * ld, ldcb);
-    GK_TILE_STORED(7, c + 16 * ld + 16, ldcb);
+    if (first)
+        GK_AMX_ACC_ZERO();
+    else
+        GK_AMX_ACC_LOAD(c, ld);
+    GK_AMX_2X2_KLOOP(_tile_dpbf16ps, pa, pb, nb);
+    GK_AMX_ACC_STORE(c, ld);
 }
-
-#undef LA0
-#undef LA1
-#undef LB0
-#undef LB1
 
 /* gk_gemm_ukernel_fn: full tiles on c itself, edge tiles through a local tile (only the
  * valid part of c is read or written); a short block (kc < 16) through local zero-padded
@@ -355,13 +312,13 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
     }
     const int nb = (kc + 31) / 32;
     if (full) {
-        core(nb, pa, pb, y, ldc * 4, first);
+        core(nb, pa, pb, y, ldc, first);
         return;
     }
     if (!first)
         for (int i = 0; i < mr_valid; i++)
             memcpy(t + i * NR, y + i * ldc, (size_t)nr_valid * 4);
-    core(nb, pa, pb, t, NR * 4, first);
+    core(nb, pa, pb, t, NR, first);
     for (int i = 0; i < mr_valid; i++)
         memcpy(y + i * ldc, t + i * NR, (size_t)nr_valid * 4);
 }
