@@ -54,20 +54,16 @@ GK_ALIGNED(64) static const struct {
         _tile_zero(6);                                                                      \
         _tile_zero(7);                                                                      \
     } while (0)
-#define GK_AMX_ACC_LOAD(c, ld)                                                              \
+/* OP(tile, address, stride in bytes) on each accumulator tile */
+#define GK_AMX_ACC_EACH(OP, c, ld)                                                          \
     do {                                                                                    \
-        GK_TILE_LOADD(4, (c), (ld) * 4);                                                    \
-        GK_TILE_LOADD(5, (c) + 16, (ld) * 4);                                               \
-        GK_TILE_LOADD(6, (c) + 16 * (ld), (ld) * 4);                                        \
-        GK_TILE_LOADD(7, (c) + 16 * (ld) + 16, (ld) * 4);                                   \
+        OP(4, (c), (ld) * 4);                                                               \
+        OP(5, (c) + 16, (ld) * 4);                                                          \
+        OP(6, (c) + 16 * (ld), (ld) * 4);                                                   \
+        OP(7, (c) + 16 * (ld) + 16, (ld) * 4);                                              \
     } while (0)
-#define GK_AMX_ACC_STORE(c, ld)                                                             \
-    do {                                                                                    \
-        GK_TILE_STORED(4, (c), (ld) * 4);                                                   \
-        GK_TILE_STORED(5, (c) + 16, (ld) * 4);                                              \
-        GK_TILE_STORED(6, (c) + 16 * (ld), (ld) * 4);                                       \
-        GK_TILE_STORED(7, (c) + 16 * (ld) + 16, (ld) * 4);                                  \
-    } while (0)
+#define GK_AMX_ACC_LOAD(c, ld) GK_AMX_ACC_EACH(GK_TILE_LOADD, c, ld)
+#define GK_AMX_ACC_STORE(c, ld) GK_AMX_ACC_EACH(GK_TILE_STORED, c, ld)
 
 /* Their k-loop: nb >= 1 blocks of 2 KB of a 32-row A panel (tiles tmm0..1: rows 0..15 at
  * +0, rows 16..31 at +1024, row stride 64) and of a 32-column B panel (tmm2..3: columns

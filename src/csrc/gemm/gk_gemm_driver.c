@@ -39,6 +39,12 @@ static size_t out_size(int dtype)
     }
 }
 
+/* Bytes a packed element occupies (gk_gemm_kernel.pack_esz; 0 there: the accumulator's). */
+static size_t packed_size(const gk_gemm_kernel *k)
+{
+    return k->pack_esz > 0 ? (size_t)k->pack_esz : acc_size(k->acc);
+}
+
 static ptrdiff_t min_pd(ptrdiff_t a, ptrdiff_t b) { return a < b ? a : b; }
 static ptrdiff_t round_up(ptrdiff_t x, ptrdiff_t r) { return (x + r - 1) / r * r; }
 static size_t clamp_sz(size_t x, size_t lo, size_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
@@ -68,7 +74,7 @@ void gk_gemm_blocking(const gk_gemm_kernel *k, int *mc, int *kc, int *nc)
     if (!k->cache_blocks)
         return;
     cs = gk_cpu_caches();
-    esz = k->pack_esz > 0 ? (size_t)k->pack_esz : acc_size(k->acc); /* packed bytes */
+    esz = packed_size(k);
     KC = (size_t)k->kc;
     if (cs->l1d && k->cache_blocks != 2) /* 2: the family's own kc (gk_gemm.h) */
         KC = clamp_sz(2 * cs->l1d / (esz * (size_t)k->nr) / 16 * 16, 64, 512);
@@ -170,7 +176,7 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     /* sub-blocks of a K block (gk_gemm_kernel.kc_sub): the last one takes the rest,
      * kc_sub to 2 kc_sub - 1 deep */
     ksub = kern->kc_sub > 0 && KC >= 2 * (ptrdiff_t)kern->kc_sub ? kern->kc_sub : 0;
-    pesz = kern->pack_esz > 0 ? (size_t)kern->pack_esz : acc_size(kern->acc);
+    pesz = packed_size(kern);
 
     /* Fit in size_t: MC, NC, KC, mr, nr are bounded by the family's block sizes (small
      * ints). */
