@@ -220,6 +220,31 @@ def test_deep_blocks(isa):
         o.check_qlinear(gk.qlinear_matmul(*args), *args)
 
 
+@pytest.mark.parametrize("k", [700, 1100, 2100])
+def test_tile_columns(isa, k):
+    """Columns of many whole tiles, as a family with a column entry (ucolumn: amx) runs
+    them: each tile's epilogue while the next one computes (inside its k-loop from 12
+    tiles on), a depth past 1024 in sub-blocks whose sums wait in a scratch, the last
+    partial tile and partial column on the micro-kernel.  int32 output with rows of 512
+    (the non-temporal stores), per-row / per-column zero points and requantized outputs,
+    against the oracles; on the other families, more whole-tile shapes."""
+    gk = _gk()
+    f = _info()
+    m = 12 * f["mr"] + 5
+    rng = np.random.default_rng(k)
+    for n in (512, 70):
+        a = _rand(rng, (m, k), U8)
+        b = _rand(rng, (k, n), S8)
+        _assert_same(gk.matmul_integer(a, b), o.matmul_integer(a, b), f"K={k} N={n}")
+        azp, bzp = _rand(rng, (m,), U8), _rand(rng, (n,), S8)
+        _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                     f"zero points K={k} N={n}")
+        sb = rng.uniform(0.5, 2, (n,)).astype(np.float32) / 64
+        args = (a, np.float32(0.02), np.uint8(3), b, sb, np.full(n, 1, S8), np.float32(k / 8),
+                np.array(7, U8))
+        o.check_qlinear(gk.qlinear_matmul(*args), *args)
+
+
 @pytest.mark.parametrize("route", ["fold", "fold_gather", "bcache"])
 def test_batches_in_blocks(isa, route):
     """Depth blocks through the batch routes: a folded product (B shared, A contiguous

@@ -144,6 +144,14 @@ typedef void (*gk_qgemm_ukernel_fn)(int mr_valid, int nr_valid, int kp,
                                     const void *a_panel, const void *b_panel,
                                     const gk_qepi *epi, int m0, int n0);
 
+/* A column of micro-kernel tiles (optional): rows [0, mc) of a packed A block (its
+ * panels mr * kp * a_elem_bytes apart) against one B micro-panel, nr_valid <= nr columns,
+ * output rows from m0 and columns from n0 -- what ceil(mc / mr) ukernel calls would do, in
+ * any order.  For a family that overlaps one tile's epilogue with the next tile's dot
+ * products (AMX: the tile unit computes while the core finishes the previous tile). */
+typedef void (*gk_qgemm_ucolumn_fn)(int mc, int nr_valid, int kp, const void *a_block,
+                                    const void *b_panel, const gk_qepi *epi, int m0, int n0);
+
 /* Small-M path (M <= smallm_max), no packing: streams B once straight from memory.
  * Requires B rows to be contiguous (b_cs == 1); A is any strided.  Computes the column
  * sums of b' itself (epi->b_colcorr is NULL) and applies the full epilogue for all
@@ -194,6 +202,9 @@ typedef struct gk_qgemm_kernel {
      * family so fast that re-reading and re-writing the int32 partial sums from memory once
      * per depth block costs more than a B micro-panel deeper than L1 (AMX). */
     int kc_deep;
+    /* The driver's whole ir loop in one call (gk_qgemm_ucolumn_fn); NULL, as in a table
+     * entry that leaves it out: one ukernel call per tile. */
+    gk_qgemm_ucolumn_fn ucolumn;
 } gk_qgemm_kernel;
 
 /* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */

@@ -80,6 +80,7 @@ cdef extern from "gemmkit/gk_qgemm.h" nogil:
         int smallm_max
         int smallm_wide_max
         int kc_deep
+        void *ucolumn
 
 
 cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:

@@ -213,6 +213,13 @@ static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
                       : last ? GK_QPART_FINISH : GK_QPART_ACC;
         if (kr->begin) /* the driver's contract: begin/end around the ukernel calls (AMX) */
             kr->begin();
+        if (kr->ucolumn && (rnd() & 1)) {
+            /* the family's column of tiles, as the driver calls it (half the time: the
+             * other half runs its micro-kernel tile by tile) */
+            for (int n0 = 0; n0 < N; n0 += kr->nr)
+                kr->ucolumn(M, N - n0 < kr->nr ? N - n0 : kr->nr, kcp, pa,
+                            pb + (size_t)(n0 / kr->nr) * gk_qgemm_b_panel_stride(kr, (size_t)kcp), &e, 0, n0);
+        } else
         for (int m0 = 0; m0 < M; m0 += kr->mr)
             for (int n0 = 0; n0 < N; n0 += kr->nr) {
                 int mv = M - m0 < kr->mr ? M - m0 : kr->mr, nv = N - n0 < kr->nr ? N - n0 : kr->nr;
@@ -263,6 +270,8 @@ static void check(const char *isa, const char *what, int ok, int M, int N, int K
 }
 
 /* One problem on one family: packed path always, small-M path when it applies. */
+static int force_kb; /* > 0: one_case's depth blocks are this deep instead of random */
+
 static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int lb, int fill,
                      uint8_t ax, uint8_t bx, int kind, int pat, int zmode)
 {
@@ -286,7 +295,7 @@ static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int
     }
     if (K > kr->kstep) {
         /* depth blocks (at most ~64 of them), every family the oracle included */
-        int kb = rnd_in(K / 64 > 1 ? K / 64 : 1, K - 1);
+        int kb = force_kb > 0 ? force_kb : rnd_in(K / 64 > 1 ? K / 64 : 1, K - 1);
         kb = (kb + kr->kstep - 1) / kr->kstep * kr->kstep;
         if (kb < K) {
             int in_y = (int)(rnd() & 1);
@@ -370,6 +379,26 @@ static void test_family(const gk_qgemm_kernel *kr)
             one_case(kr, rnd_in(0, 1) ? 64 : 65, rnd_in(0, 1) ? 96 : 97, rnd_in(600, 2100),
                      LAY_ROW, LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
                      (rnd() & 1) ? 0x80 : 0, kind, rnd_in(0, N_PAT - 1), z);
+    /* columns of at least two whole tiles deeper than a sub-block (AMX: 1024): the
+     * pipelined epilogue and the sub-block sums, one depth block (NONE) and a finishing
+     * one 1280 deep after a first of 1280 (FINISH), every kind and correction form */
+    for (int kind = 0; kind < 3; kind++)
+        for (int z = 0; z < 4; z++) {
+            force_kb = 1280;
+            one_case(kr, z % 2 ? 64 : 97, z < 2 ? 64 : 65, kind == 1 ? rnd_in(2049, 2560) : rnd_in(1025, 2300),
+                     LAY_ROW, LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0,
+                     kind, rnd_in(0, N_PAT - 1), z);
+            force_kb = 0;
+        }
+    /* ... and of at least 12 whole tiles (AMX runs the epilogue inside the next tile's
+     * k-loop there), one depth block and a finishing one */
+    for (int kind = 0; kind < 3; kind++) {
+        force_kb = 1280;
+        one_case(kr, kind == 0 ? 384 : 390, 33, kind == 1 ? rnd_in(1281, 2560) : rnd_in(700, 1280), LAY_ROW,
+                 LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, kind,
+                 rnd_in(0, N_PAT - 1), rnd_in(0, 3));
+        force_kb = 0;
+    }
     /* small M (every size up to the largest smallm_max, 16, and one past) with wide N:
      * several stack chunks of column accumulators */
     for (int m = 1; m <= 17; m++)

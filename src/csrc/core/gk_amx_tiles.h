@@ -75,7 +75,11 @@ GK_ALIGNED(64) static const struct {
  * earlier dot product reading it is done -- so the loop is software-pipelined: the next
  * block's A0 / B0 load as soon as their last reader of this block has issued, A1 / B1
  * after the last dot product. */
-#define GK_AMX_2X2_KLOOP(DP, pa, pb, nb)                                                    \
+#define GK_AMX_2X2_KLOOP(DP, pa, pb, nb) GK_AMX_2X2_KLOOP_HOOK(DP, pa, pb, nb, (void)0)
+/* The same with HOOK (a statement, no tile instructions) run once per block after its
+ * loads have issued, nb - 1 times in all: vector work the core does while the tile unit
+ * computes (the int8 family finishes the previous tile's epilogue there). */
+#define GK_AMX_2X2_KLOOP_HOOK(DP, pa, pb, nb, HOOK)                                         \
     do {                                                                                    \
         GK_TILE_STREAM_LOADD(0, (pa), 64);                                                  \
         GK_TILE_LOADD(2, (pb), 128);                                                        \
@@ -92,6 +96,7 @@ GK_ALIGNED(64) static const struct {
             DP(7, 1, 3);                                                                    \
             GK_TILE_STREAM_LOADD(1, (pa) + 1024, 64);                                       \
             GK_TILE_LOADD(3, (pb) + 64, 128);                                               \
+            HOOK;                                                                           \
         }                                                                                   \
         DP(4, 0, 2);                                                                        \
         DP(5, 0, 3);                                                                        \

@@ -568,6 +568,10 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                             (const unsigned char *)bp +
                             (size_t)jr / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kcp);
                         const int nrv = ncur - jr < kern->nr ? ncur - jr : kern->nr;
+                        if (kern->ucolumn) {
+                            kern->ucolumn(mcur, nrv, (int)kcp, ap, bpanel, &epi, (int)ic, (int)jc + jr);
+                            continue;
+                        }
                         for (int ir = 0; ir < mcur; ir += kern->mr) {
                             const unsigned char *apanel =
                                 (const unsigned char *)ap + (size_t)ir * kcp * kern->a_elem_bytes;

@@ -26,6 +26,9 @@
  * zmm: tiles do not pay off for a handful of rows), the family's table entry. */
 #include <immintrin.h>
 
+#include <string.h>
+
+#include "core/gk_alloc.h"
 #include "core/gk_amx_tiles.h"
 #include "gk_qgemm_x86_common.h"
 
@@ -129,14 +132,86 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
 
 /* ---------------------------------------------------------------- micro-kernel */
 
-/* Epilogue of the tile t (32 x 32 raw int32 dot products, row stride GK_AMX_NR) for rows
- * [0, mv) and columns [0, nv): masks keep every read of the epilogue arrays and every
- * write of y inside the valid region.  Correction y = dot - rowsum*zb - za*colcorr,
- * mod 2^32; when zb (za) is one value across the tile's columns (rows) -- per-tensor
- * zero points -- its product is formed once per row (per tile) instead of per lane; the
- * uint32 products are the same low 32 bits as vpmulld's.  in_t: the partial-sum step is
- * done (the micro-kernel accumulated onto the earlier blocks' sums in the tile registers;
- * t holds the whole depth's sums). */
+/* The vector epilogue of a tile whose finished sums sit in t (32 x 32 int32, row stride
+ * GK_AMX_NR), rows [0, mv) x columns [0, nv): what every row needs is formed once
+ * (gk_amx_epi_init), then rows go in any groups (gk_amx_epi_rows), so a column of tiles
+ * can finish one tile while the tile unit computes the next.  Masks keep every read of
+ * the epilogue arrays and every write of y inside the valid region.  Correction y = dot -
+ * rowsum*zb - za*colcorr, mod 2^32; when zb (za) is one value across the tile's columns
+ * (rows) -- per-tensor zero points -- its product is formed once per row (per tile)
+ * instead of per lane; the uint32 products are the same low 32 bits as vpmulld's. */
+typedef struct gk_amx_epi {
+    __m512i bzp[2], cc[2], zacc[2];
+    __mmask16 mk[2];
+    int zb_uni, za_uni, nt, m0, n0, mv;
+    int32_t zb0;
+    const int32_t *t;
+} gk_amx_epi;
+
+static inline void gk_amx_epi_init(const gk_qepi *e, int m0, int n0, int mv, int nv,
+                                   const int32_t *t, gk_amx_epi *s)
+{
+    s->m0 = m0;
+    s->n0 = n0;
+    s->mv = mv;
+    s->t = t;
+    s->zb0 = e->b_zp[n0];
+    const int32_t za0 = e->a_zp[m0];
+    __mmask16 diff = 0;
+    for (int v = 0; v < 2; v++) {
+        s->mk[v] = gk_qepi_zmm_mask(nv - 16 * v);
+        s->bzp[v] = _mm512_maskz_loadu_epi32(s->mk[v], e->b_zp + n0 + 16 * v);
+        s->cc[v] = _mm512_maskz_loadu_epi32(s->mk[v], e->b_colcorr + n0 + 16 * v);
+        diff |= _mm512_mask_cmpneq_epi32_mask(s->mk[v], s->bzp[v], _mm512_set1_epi32(s->zb0));
+    }
+    s->zb_uni = diff == 0;
+    diff = 0;
+    for (int v = 0; v < 2; v++) {
+        const __mmask16 rm = gk_qepi_zmm_mask(mv - 16 * v);
+        diff |= _mm512_mask_cmpneq_epi32_mask(rm, _mm512_maskz_loadu_epi32(rm, e->a_zp + m0 + 16 * v),
+                                              _mm512_set1_epi32(za0));
+    }
+    s->za_uni = diff == 0;
+    for (int v = 0; v < 2; v++)
+        s->zacc[v] = _mm512_mullo_epi32(_mm512_set1_epi32(za0), s->cc[v]);
+    /* int32 output rows of >= GK_AMX_NT_LDY elements: a large output, written once and
+     * not read back here, so full 64-byte-aligned vectors bypass the cache (no
+     * read-for-ownership: 4 MB less DRAM traffic at 1024^3, -35% time).  Only whole,
+     * aligned 16-lane vectors inside the valid region (mk == 0xFFFF); end() fences. */
+    s->nt = e->kind == GK_QOUT_I32 && e->ldy >= GK_AMX_NT_LDY && s->mk[1] == 0xFFFF &&
+            (((uintptr_t)((int32_t *)e->y + (ptrdiff_t)m0 * e->ldy + n0) |
+              (uintptr_t)(e->ldy * 4)) & 63) == 0;
+}
+
+/* Rows [r0, r1) of s's tile, r1 <= s->mv. */
+static inline void gk_amx_epi_rows(const gk_qepi *e, const gk_amx_epi *s, int r0, int r1)
+{
+    for (int i = r0; i < r1; i++) {
+        const int m = s->m0 + i;
+        const uint32_t rz = (uint32_t)e->a_rowsum[m] * (uint32_t)s->zb0;
+        for (int v = 0; v < 2; v++) {
+            if (!s->mk[v])
+                break;
+            __m512i y = _mm512_load_si512((const void *)(s->t + i * GK_AMX_NR + 16 * v));
+            if (s->zb_uni)
+                y = _mm512_sub_epi32(y, _mm512_set1_epi32((int32_t)rz));
+            else
+                y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_rowsum[m]), s->bzp[v]));
+            if (s->za_uni)
+                y = _mm512_sub_epi32(y, s->zacc[v]);
+            else
+                y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_zp[m]), s->cc[v]));
+            if (s->nt)
+                _mm512_stream_si512((void *)((int32_t *)e->y + (ptrdiff_t)m * e->ldy + s->n0 + 16 * v), y);
+            else
+                gk_qepi_zmm_store(e, m, s->n0 + 16 * v, y, s->mk[v]);
+        }
+    }
+}
+
+/* Epilogue of the tile t (32 x 32 raw int32 dot products) for rows [0, mv) and columns
+ * [0, nv).  in_t: the partial-sum step is done (the micro-kernel accumulated onto the
+ * earlier blocks' sums in the tile registers; t holds the whole depth's sums). */
 static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, int mv, int nv,
                                             int32_t *t, int in_t)
 {
@@ -161,54 +236,9 @@ static void gk_qgemm_u8s8_amx_tile_epilogue(const gk_qepi *e, int m0, int n0, in
         if (!finishes)
             return;
     }
-    __mmask16 mk[2];
-    __m512i bzp[2], cc[2], zacc[2];
-    const int32_t zb0 = e->b_zp[n0], za0 = e->a_zp[m0];
-    __mmask16 diff = 0;
-    for (int v = 0; v < 2; v++) {
-        mk[v] = gk_qepi_zmm_mask(nv - 16 * v);
-        bzp[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_zp + n0 + 16 * v);
-        cc[v] = _mm512_maskz_loadu_epi32(mk[v], e->b_colcorr + n0 + 16 * v);
-        diff |= _mm512_mask_cmpneq_epi32_mask(mk[v], bzp[v], _mm512_set1_epi32(zb0));
-    }
-    const int zb_uni = diff == 0;
-    diff = 0;
-    for (int v = 0; v < 2; v++) {
-        const __mmask16 rm = gk_qepi_zmm_mask(mv - 16 * v);
-        diff |= _mm512_mask_cmpneq_epi32_mask(rm, _mm512_maskz_loadu_epi32(rm, e->a_zp + m0 + 16 * v),
-                                              _mm512_set1_epi32(za0));
-    }
-    const int za_uni = diff == 0;
-    for (int v = 0; v < 2; v++)
-        zacc[v] = _mm512_mullo_epi32(_mm512_set1_epi32(za0), cc[v]);
-    /* int32 output rows of >= GK_AMX_NT_LDY elements: a large output, written once and
-     * not read back here, so full 64-byte-aligned vectors bypass the cache (no
-     * read-for-ownership: 4 MB less DRAM traffic at 1024^3, -35% time).  Only whole,
-     * aligned 16-lane vectors inside the valid region (mk == 0xFFFF); end() fences. */
-    const int nt = e->kind == GK_QOUT_I32 && e->ldy >= GK_AMX_NT_LDY && mk[1] == 0xFFFF &&
-                   (((uintptr_t)((int32_t *)e->y + (ptrdiff_t)m0 * e->ldy + n0) |
-                     (uintptr_t)(e->ldy * 4)) & 63) == 0;
-    for (int i = 0; i < mv; i++) {
-        const int m = m0 + i;
-        const uint32_t rz = (uint32_t)e->a_rowsum[m] * (uint32_t)zb0;
-        for (int v = 0; v < 2; v++) {
-            if (!mk[v])
-                break;
-            __m512i y = _mm512_load_si512((const void *)(t + i * GK_AMX_NR + 16 * v));
-            if (zb_uni)
-                y = _mm512_sub_epi32(y, _mm512_set1_epi32((int32_t)rz));
-            else
-                y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_rowsum[m]), bzp[v]));
-            if (za_uni)
-                y = _mm512_sub_epi32(y, zacc[v]);
-            else
-                y = _mm512_sub_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(e->a_zp[m]), cc[v]));
-            if (nt)
-                _mm512_stream_si512((void *)((int32_t *)e->y + (ptrdiff_t)m * e->ldy + n0 + 16 * v), y);
-            else
-                gk_qepi_zmm_store(e, m, n0 + 16 * v, y, mk[v]);
-        }
-    }
+    gk_amx_epi s;
+    gk_amx_epi_init(e, m0, n0, mv, nv, t, &s);
+    gk_amx_epi_rows(e, &s, 0, mv);
 }
 
 /* The whole 32 x 32 tile runs gk_amx_tiles.h's software-pipelined 2 x 2 k-loop; the
@@ -307,6 +337,88 @@ static void gk_qgemm_u8s8_amx_32x32_ukernel(int mr_valid, int nr_valid, int kp, 
     gk_qgemm_u8s8_amx_tile_epilogue(e, m0, n0, mr_valid, nr_valid, t, pp != NULL);
 }
 
+/* The driver's ir loop (gk_qgemm_kernel.ucolumn).  Whole 32 x 32 tiles whose epilogue
+ * is the vector one (a finishing depth block, 32 valid columns) run as a pipeline:
+ *  - Tile i stores its sums into one of two buffers; its epilogue runs once tile i + 1's
+ *    k-loop has issued, so the core stores the output while the tile unit computes.  One
+ *    tile after another left the tile unit idle during each epilogue.
+ *  - In a column of at least GK_AMX_SPREAD_TILES tiles the epilogue runs a few rows per
+ *    k-block instead, inside the k-loop: a burst of 64 non-temporal stores held up the A
+ *    tile loads.  Measured in one process, Sapphire Rapids, against one burst per tile:
+ *    M = 768 / 1024, K = N = 1024: 1.065x / 1.01-1.11x; QLinearMatMul 512 x 768 x 3072
+ *    1.09x; but M = 96..256 0.96-0.97x, hence the threshold.
+ *  - A depth past GK_AMX_KSUB runs in sub-blocks of that depth, each over every tile of
+ *    the column, the sums of the earlier ones waiting in a scratch (mc x 32 int32, in
+ *    L2): the B sub-panel (32 KB) stays in L1 for all of them, where a whole-depth tile
+ *    read its B micro-panel from L2 together with A (2048^3: 1.24-1.27x).
+ * Everything else, and the last partial tile, goes through the micro-kernel one tile at
+ * a time (as for fewer than two whole tiles). */
+#define GK_AMX_KSUB 1024 /* depth bytes of a sub-block: a 32 KB B sub-panel */
+#define GK_AMX_SPREAD_TILES 12
+static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a_block,
+                                     const void *b_panel, const gk_qepi *e, int m0, int n0)
+{
+    const size_t aps = (size_t)GK_AMX_MR * (size_t)kp; /* bytes from one A panel to the next */
+    const int mode = e->part_mode, tiles = mc / GK_AMX_MR;
+    int ir = 0;
+    if (nr_valid == GK_AMX_NR && (mode == GK_QPART_NONE || mode == GK_QPART_FINISH) &&
+        gk_x86_epi_vector_ok(e) && tiles >= 2) {
+        GK_ALIGNED(64) int32_t t[2][GK_AMX_MR * GK_AMX_NR]; /* 8 KB: stays in L1 */
+        int32_t *sums = NULL; /* the sub-blocks' sums, tile after tile */
+        int sub = kp > GK_AMX_KSUB ? GK_AMX_KSUB : kp;
+        if (sub < kp && (sums = (int32_t *)gk_scratch_alloc((size_t)tiles * sizeof t[0])) == NULL)
+            sub = kp; /* no memory: the whole depth per tile, as correct */
+        for (int k0 = 0; k0 < kp; k0 += sub) {
+            const int nb = (kp - k0 < sub ? kp - k0 : sub) / GK_AMX_KS;
+            const int first = k0 == 0, last = k0 + sub >= kp;
+            /* rows of the previous tile's epilogue per k-block: all 32 over the nb - 1 hooks,
+             * or none (all after the k-loop) in a short column */
+            const int per = tiles < GK_AMX_SPREAD_TILES ? 0
+                            : nb > 1 ? (GK_AMX_MR + nb - 2) / (nb - 1) : GK_AMX_MR;
+            gk_amx_epi prev;
+            int have = 0;
+            memset(&prev, 0, sizeof prev); /* read only once have is set */
+            for (int i = 0; i < tiles; i++) {
+                const uint8_t *pa = (const uint8_t *)a_block + (size_t)i * aps + (size_t)k0 * GK_AMX_MR;
+                const uint8_t *pb = (const uint8_t *)b_panel + (size_t)k0 * GK_AMX_NR;
+                int32_t *ts = sums + (size_t)i * GK_AMX_MR * GK_AMX_NR;
+                if (!first)
+                    GK_AMX_ACC_LOAD(ts, GK_AMX_NR);
+                else if (mode == GK_QPART_FINISH)
+                    GK_AMX_ACC_LOAD(gk_qepi_part_at(e, m0 + i * GK_AMX_MR, n0), e->part_ld);
+                else
+                    GK_AMX_ACC_ZERO();
+                int row = 0;
+                if (nb > 0)
+                    GK_AMX_2X2_KLOOP_HOOK(_tile_dpbusd, pa, pb, nb, {
+                        if (have && per > 0 && row < GK_AMX_MR) {
+                            const int r1 = row + per < GK_AMX_MR ? row + per : GK_AMX_MR;
+                            gk_amx_epi_rows(e, &prev, row, r1);
+                            row = r1;
+                        }
+                    });
+                if (!last) {
+                    GK_AMX_ACC_STORE(ts, GK_AMX_NR);
+                    continue;
+                }
+                if (have && row < GK_AMX_MR)
+                    gk_amx_epi_rows(e, &prev, row, GK_AMX_MR);
+                GK_AMX_ACC_STORE(t[i & 1], GK_AMX_NR);
+                gk_amx_epi_init(e, m0 + i * GK_AMX_MR, n0, GK_AMX_MR, GK_AMX_NR, t[i & 1], &prev);
+                have = 1;
+            }
+            if (have)
+                gk_amx_epi_rows(e, &prev, 0, GK_AMX_MR);
+        }
+        gk_scratch_free(sums);
+        ir = tiles * GK_AMX_MR;
+    }
+    for (; ir < mc; ir += GK_AMX_MR)
+        gk_qgemm_u8s8_amx_32x32_ukernel(mc - ir < GK_AMX_MR ? mc - ir : GK_AMX_MR, nr_valid, kp,
+                                        (const uint8_t *)a_block + (size_t)(ir / GK_AMX_MR) * aps,
+                                        b_panel, e, m0 + ir, n0);
+}
+
 #undef LA0
 #undef LA1
 #undef LB0
@@ -331,4 +443,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     0, /* smallm_wide_max: none past smallm_max */
     GK_AMX_B_PANEL_PAD, /* b_panel_pad: see its definition */
     GK_AMX_KC_DEEP,
+    gk_qgemm_u8s8_amx_column,
 };
