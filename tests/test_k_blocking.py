@@ -245,6 +245,32 @@ def test_tile_columns(isa, k):
         o.check_qlinear(gk.qlinear_matmul(*args), *args)
 
 
+def test_a_packed_once(isa):
+    """One depth block, all rows in one A block, several column blocks: the driver packs
+    A (and its row sums) for the first column block only and reuses it for the others;
+    with several depth blocks it packs each block's A again in every column block.
+    Per-row zero points make every row sum count; against the oracles."""
+    gk = _gk()
+    f = _info()
+    m = max(2 * f["mr"] + 3, f["smallm_max"] + 1, f["smallm_wide_max"] + 1)  # packed
+    rng = np.random.default_rng(11)
+    for k, one_block in ((min(f["kc"], 600), True), (2 * f["kc"] + 3, False)):
+        bl = _blocking(m, 1 << 14, k, False)
+        assert (bl["nblk"] == 1) == one_block and bl["mc"] >= m, bl
+        n = bl["nc"] + f["nr"] + 5
+        assert _blocking(m, n, k, False)["nc"] < n
+        a = rng.integers(0, 256, (m, k)).astype(U8)  # depth blocks differ everywhere
+        b = _rand(rng, (k, n), S8)
+        azp, bzp = _rand(rng, (m,), U8), _rand(rng, (n,), S8)
+        sa = rng.uniform(0.5, 2, (m,)).astype(np.float32) / 64
+        args = (a, sa, azp, b, np.float32(1 / 64), np.int8(2), np.float32(k / 8),
+                np.array(7, U8))
+        with gk.threads(1):  # more threads split the columns: one block each
+            _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                         f"M={m} K={k} N={n}")
+            o.check_qlinear(gk.qlinear_matmul(*args), *args)
+
+
 @pytest.mark.parametrize("route", ["fold", "fold_gather", "bcache"])
 def test_batches_in_blocks(isa, route):
     """Depth blocks through the batch routes: a folded product (B shared, A contiguous

@@ -503,6 +503,10 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         gk_aligned_free(mem);
         return -1;
     }
+    /* All of A in one block over the whole depth: the packed block (and its row sums) is
+     * the same for every column block, so it is packed once (M = 128, K = 4096 on amx,
+     * where the whole depth is one block: 16 column blocks packed A 16 times). */
+    const int a_once = nblk == 1 && (size_t)M <= mc && ms >= (size_t)M;
     if (kern->begin)
         kern->begin();
     for (size_t jc = 0; jc < (size_t)N; jc += nc) {
@@ -542,7 +546,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                     const int mcur = (int)(iend - ic < mc ? iend - ic : mc);
                     /* this block's row sums: straight into rowsum for the first block */
                     int32_t *rsb = b == 0 ? rowsum + ic : rowsum_blk;
-                    if (!rm->a_seg) {
+                    if (a_once && jc > 0) {
+                        /* the one A block, packed whole for the first column block */
+                    } else if (!rm->a_seg) {
                         kern->pack_a(mcur, kcur, p->a + (ptrdiff_t)ic * p->a_rs + (ptrdiff_t)pc * p->a_cs,
                                      p->a_rs, p->a_cs, a_xor, ap, rsb);
                     } else {
