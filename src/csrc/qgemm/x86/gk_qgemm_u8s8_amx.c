@@ -381,7 +381,7 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
             for (int i = 0; i < tiles; i++) {
                 const uint8_t *pa = (const uint8_t *)a_block + (size_t)i * aps + (size_t)k0 * GK_AMX_MR;
                 const uint8_t *pb = (const uint8_t *)b_panel + (size_t)k0 * GK_AMX_NR;
-                int32_t *ts = sums + (size_t)i * GK_AMX_MR * GK_AMX_NR;
+                int32_t *ts = sums ? sums + (size_t)i * GK_AMX_MR * GK_AMX_NR : NULL; /* !first, !last */
                 if (!first)
                     GK_AMX_ACC_LOAD(ts, GK_AMX_NR);
                 else if (mode == GK_QPART_FINISH)
