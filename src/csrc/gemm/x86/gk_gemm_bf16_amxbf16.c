@@ -172,10 +172,7 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
         for (int i = 0; i < MR; i++) {
             const char *r = src + (ptrdiff_t)i * rs;
             for (int p = 0; p < kpp; p++) {
-                uint32_t w = 0;
-                if (i < rows && 2 * p < kc)
-                    w = gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
-                        (2 * p + 1 < kc ? gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16 : 0u);
+                const uint32_t w = i < rows ? gk_bf16_pair_word(r, cs, p, kc) : 0;
                 gk_bf16_seen_word(&seen, w);
                 memcpy(d + a_off(tiled, kp, i, p), &w, 4);
             }
@@ -258,10 +255,7 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
         for (int j = 0; j < NR; j++) {
             const char *c = src + (ptrdiff_t)j * cs;
             for (int p = 0; p < kpp; p++) {
-                uint32_t w = 0;
-                if (j < cols && 2 * p < kc)
-                    w = gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
-                        (2 * p + 1 < kc ? gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16 : 0u);
+                const uint32_t w = j < cols ? gk_bf16_pair_word(c, rs, p, kc) : 0;
                 gk_bf16_seen_word(&seen, w);
                 d[(ptrdiff_t)p * NR + j] = w;
             }

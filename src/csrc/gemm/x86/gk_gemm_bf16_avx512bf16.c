@@ -109,13 +109,12 @@ static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int
             for (int p = cs == 2 ? pv : 0; p < kc / 2; p++) {
                 /* rows contiguous (cs == 2): a pair is one 32-bit word */
                 const uint32_t w = cs == 2 ? gk_bf16_ld32(r + 4 * (ptrdiff_t)p)
-                                           : gk_bf16_ld16(r + (ptrdiff_t)(2 * p) * cs) |
-                                                 gk_bf16_ld16(r + (ptrdiff_t)(2 * p + 1) * cs) << 16;
+                                           : gk_bf16_pair_word(r, cs, p, kc);
                 gk_bf16_seen_word(&seen, w);
                 o[(ptrdiff_t)p * MR] = w;
             }
             if (odd) {
-                const uint32_t w = gk_bf16_ld16(r + (ptrdiff_t)(kc - 1) * cs);
+                const uint32_t w = gk_bf16_pair_word(r, cs, kp - 1, kc);
                 gk_bf16_seen_word(&seen, w);
                 o[(ptrdiff_t)(kp - 1) * MR] = w;
             }
@@ -165,13 +164,12 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
             for (int p = 0; p < kc / 2; p++) {
                 /* columns contiguous (transB, rs == 2): a pair is one 32-bit word */
                 const uint32_t w = rs == 2 ? gk_bf16_ld32(c + 4 * (ptrdiff_t)p)
-                                           : gk_bf16_ld16(c + (ptrdiff_t)(2 * p) * rs) |
-                                                 gk_bf16_ld16(c + (ptrdiff_t)(2 * p + 1) * rs) << 16;
+                                           : gk_bf16_pair_word(c, rs, p, kc);
                 gk_bf16_seen_word(&seen, w);
                 o[(ptrdiff_t)p * NR] = w;
             }
             if (odd) {
-                const uint32_t w = gk_bf16_ld16(c + (ptrdiff_t)(kc - 1) * rs);
+                const uint32_t w = gk_bf16_pair_word(c, rs, kp - 1, kc);
                 gk_bf16_seen_word(&seen, w);
                 o[(ptrdiff_t)(kp - 1) * NR] = w;
             }

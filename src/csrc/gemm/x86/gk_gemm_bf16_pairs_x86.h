@@ -28,6 +28,16 @@ static inline uint32_t gk_bf16_ld32(const char *p)
     return w;
 }
 
+/* The pair word of elements 2p (low half) and 2p + 1 (high half) of a line whose
+ * elements lie step bytes apart and which has n of them: a half past n is +0. */
+static inline uint32_t gk_bf16_pair_word(const char *line, ptrdiff_t step, int p, int n)
+{
+    if (2 * p >= n)
+        return 0;
+    const uint32_t lo = gk_bf16_ld16(line + (ptrdiff_t)(2 * p) * step);
+    return 2 * p + 1 < n ? lo | gk_bf16_ld16(line + (ptrdiff_t)(2 * p + 1) * step) << 16 : lo;
+}
+
 /* The first n of 32 16-bit lanes (all for n >= 32, none for n <= 0). */
 static inline __mmask32 gk_bf16_lanes(ptrdiff_t n)
 {
