@@ -143,7 +143,7 @@ static void gk_qgemm_u8s8_amx_pack_b(int k, int nc, const uint8_t *b, ptrdiff_t 
 typedef struct gk_amx_epi {
     __m512i bzp[2], cc[2], zacc[2];
     __mmask16 mk[2];
-    int zb_uni, za_uni, nt, m0, n0, mv;
+    int zb_uni, za_uni, nt, m0, n0;
     int32_t zb0;
     const int32_t *t;
 } gk_amx_epi;
@@ -153,7 +153,6 @@ static inline void gk_amx_epi_init(const gk_qepi *e, int m0, int n0, int mv, int
 {
     s->m0 = m0;
     s->n0 = n0;
-    s->mv = mv;
     s->t = t;
     s->zb0 = e->b_zp[n0];
     const int32_t za0 = e->a_zp[m0];
@@ -183,7 +182,7 @@ static inline void gk_amx_epi_init(const gk_qepi *e, int m0, int n0, int mv, int
               (uintptr_t)(e->ldy * 4)) & 63) == 0;
 }
 
-/* Rows [r0, r1) of s's tile, r1 <= s->mv. */
+/* Rows [r0, r1) of s's tile, r1 <= the mv it was formed for. */
 static inline void gk_amx_epi_rows(const gk_qepi *e, const gk_amx_epi *s, int r0, int r1)
 {
     for (int i = r0; i < r1; i++) {
@@ -372,12 +371,12 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
             const int nb = (kp - k0 < sub ? kp - k0 : sub) / GK_AMX_KS;
             const int first = k0 == 0, last = k0 + sub >= kp;
             /* rows of the previous tile's epilogue per k-block: all 32 over the nb - 1 hooks,
-             * or none (all after the k-loop) in a short column */
-            const int per = tiles < GK_AMX_SPREAD_TILES ? 0
+             * or none (all after the k-loop) in a short column; only the last sub-block has
+             * epilogues (prev: tile i - 1's, from tile 1 on) */
+            const int per = !last || tiles < GK_AMX_SPREAD_TILES ? 0
                             : nb > 1 ? (GK_AMX_MR + nb - 2) / (nb - 1) : GK_AMX_MR;
             gk_amx_epi prev;
-            int have = 0;
-            memset(&prev, 0, sizeof prev); /* read only once have is set */
+            memset(&prev, 0, sizeof prev); /* read only from tile 1 on */
             for (int i = 0; i < tiles; i++) {
                 const uint8_t *pa = (const uint8_t *)a_block + (size_t)i * aps + (size_t)k0 * GK_AMX_MR;
                 const uint8_t *pb = (const uint8_t *)b_panel + (size_t)k0 * GK_AMX_NR;
@@ -391,7 +390,7 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
                 int row = 0;
                 if (nb > 0)
                     GK_AMX_2X2_KLOOP_HOOK(_tile_dpbusd, pa, pb, nb, {
-                        if (have && per > 0 && row < GK_AMX_MR) {
+                        if (per > 0 && i > 0 && row < GK_AMX_MR) {
                             const int r1 = row + per < GK_AMX_MR ? row + per : GK_AMX_MR;
                             gk_amx_epi_rows(e, &prev, row, r1);
                             row = r1;
@@ -401,13 +400,12 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
                     GK_AMX_ACC_STORE(ts, GK_AMX_NR);
                     continue;
                 }
-                if (have && row < GK_AMX_MR)
+                if (i > 0 && row < GK_AMX_MR)
                     gk_amx_epi_rows(e, &prev, row, GK_AMX_MR);
                 GK_AMX_ACC_STORE(t[i & 1], GK_AMX_NR);
                 gk_amx_epi_init(e, m0 + i * GK_AMX_MR, n0, GK_AMX_MR, GK_AMX_NR, t[i & 1], &prev);
-                have = 1;
             }
-            if (have)
+            if (last) /* the last tile's epilogue (tiles >= 2) */
                 gk_amx_epi_rows(e, &prev, 0, GK_AMX_MR);
         }
         gk_scratch_free(sums);
