@@ -154,3 +154,34 @@ def test_small_m_with_a_large_b_exact(isa, m):
                     got = gk.matmul_integer(aa, b, *zps)
                 np.testing.assert_array_equal(got, o.matmul_integer(a, b, *zps),
                                               err_msg=str((m, ta, tb, len(zps))))
+
+
+@pytest.mark.parametrize("m", [7, 8, 16, 31, 32])
+def test_small_m_tile_route_exact(isa, m):
+    """The amx family's tile route of the small-M path (gk_qsmallm_tiles.inc: 8 to 48 rows
+    with the column-sum row, K * N >= 1 MiB) -- on the other paths the staged or 16-row
+    routes: chunks of 2048 columns ending inside N, a depth under one 64-deep tile step,
+    a last 256-row stage ending inside a step, one to three row tiles (32 rows + the
+    column-sum row), QLinearMatMul's per-row requantization, every sign mix."""
+    gk = pytest.importorskip("gemmkit")
+    rng = np.random.default_rng(100 + m)
+    for k, n in ((300, 4200), (40, 26300), (600, 2049)):
+        for ta, tb in ((U8, S8), (S8, S8), (U8, U8)):
+            a = rand_extreme(rng, (m, k), ta)
+            b = rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1, (k, n)).astype(tb)
+            azp = rng.integers(np.iinfo(ta).min, np.iinfo(ta).max + 1, (m,)).astype(ta)
+            bzp = tb(rng.integers(np.iinfo(tb).min, np.iinfo(tb).max + 1))
+            for zps in ((), (azp, bzp)):
+                with gk.threads(1):
+                    got = gk.matmul_integer(a, b, *zps)
+                np.testing.assert_array_equal(got, o.matmul_integer(a, b, *zps),
+                                              err_msg=str((m, k, n, ta, tb, len(zps))))
+        sa = (rng.random(m) * 0.02 + 0.001).astype(np.float32)
+        sy = (rng.random((m, 1)) + 0.5).astype(np.float32)
+        yzp = rng.integers(0, 256, (m, 1)).astype(U8)
+        a = rand_extreme(rng, (m, k), U8)
+        b = rng.integers(-128, 128, (k, n)).astype(S8)
+        args = (a, sa, rng.integers(0, 256, (m,)).astype(U8), b, np.float32(0.01), np.int8(2), sy, yzp)
+        with gk.threads(1):
+            got = gk.qlinear_matmul(*args)
+        np.testing.assert_array_equal(got, o.qlinear_matmul(*args)[0], err_msg=str((m, k, n)))

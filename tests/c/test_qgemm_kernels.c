@@ -449,6 +449,20 @@ static void test_family(const gk_qgemm_kernel *kr)
         one_case(kr, m, rnd_in(1030, 1200), rnd_in(1030, 1160), m % 3 == 0 ? LAY_ROW : m % 3 == 1 ? LAY_COL : LAY_STRIDED,
                  m % 2 ? LAY_ROW : LAY_NEGROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
                  (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), m % 4);
+    /* the amx family's tile route (gk_qsmallm_tiles.inc: 8 to 48 rows with the column-sum
+     * row, K * N >= 1 MiB): chunks of 2048 columns ending inside N, stages of fewer than 64
+     * depth rows and a last stage inside a 64-row step, three row tiles (32 rows + the
+     * column sums), A gathered, B upside down */
+    for (int z = 0; z < 4; z++) {
+        one_case(kr, z < 2 ? 8 : 7, rnd_in(4100, 4300), rnd_in(257, 320), z % 2 ? LAY_COL : LAY_ROW,
+                 z % 2 ? LAY_NEGROW : LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0,
+                 (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), z);
+        one_case(kr, 15 + z, rnd_in(20000, 30000), rnd_in(40, 63), LAY_ROW, LAY_ROW, rnd_in(0, 2),
+                 (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2), rnd_in(0, N_PAT - 1), z);
+        one_case(kr, 32 - z, 2 * 2048 + rnd_in(1, 63), rnd_in(260, 300), z % 2 ? LAY_STRIDED : LAY_ROW,
+                 LAY_ROW, rnd_in(0, 2), (rnd() & 1) ? 0x80 : 0, (rnd() & 1) ? 0x80 : 0, rnd_in(0, 2),
+                 rnd_in(0, N_PAT - 1), z == 0 ? 1 : z);
+    }
     one_case(kr, 17, 260, 4101, LAY_ROW, LAY_ROW, 1, 0x80, 0, GK_QOUT_I32, 0, 1);
     one_case(kr, 12, 20, 60003, LAY_ROW, LAY_ROW, 1, 0, 0x80, GK_QOUT_I32, 0, 2);
     printf("  %-12s mr=%d nr=%d kstep=%d smallm_max=%d: %s\n", kr->isa, kr->mr, kr->nr, kr->kstep,

@@ -23,7 +23,8 @@
  *
  * Read top to bottom: the epilogue (gk_qepi_x86.inc at 16 lanes), the tile state, the
  * packers, the tile epilogue and micro-kernel, the small-M path (gk_qsmallm_quad.inc on
- * zmm: tiles do not pay off for a handful of rows), the family's table entry. */
+ * zmm: vpdpbusd for a handful of rows, from 8 rows with a large B its tile route), the
+ * family's table entry. */
 #include <immintrin.h>
 
 #include <string.h>
@@ -429,6 +430,7 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
 #if GK_GCC && GK_GNU_ASM /* gcc 12 copies intrinsic accumulators (see the micro-kernel) */
 #define GK_SMQ_DPBUSD_TO(acc, x, y) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(y))
 #endif
+#define GK_SMQ_TILES 1 /* rows past a handful multiply on the tile unit */
 #define GK_SMQ_NAME gk_qgemm_u8s8_amx_smallm
 #include "gk_qsmallm_quad.inc"
 
@@ -438,7 +440,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     GK_X86_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
     GK_AMX_KC,
     0, /* packed_min_m: the default */
-    0, /* smallm_wide_max: none past smallm_max */
+    GK_X86_SMALLM_WIDE_MAX, /* smallm_wide_max: the tile route of the small-M path */
     GK_AMX_B_PANEL_PAD, /* b_panel_pad: see its definition */
     GK_AMX_KC_DEEP,
     gk_qgemm_u8s8_amx_column,
