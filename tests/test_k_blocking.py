@@ -3,13 +3,13 @@
 A packed product deeper than 3/2 of the family's kc (``_core._qgemm_family_info()["kc"]``;
 up to that depth one block) runs in nearly equal depth blocks of at most kc
 (gk_qgemm_driver.c, k_blocks): each micro-kernel call
-sees one block, the first stores its int32 sums (in the int32 output itself, or in a
-scratch for requantized outputs), the middle ones add to them, the last one adds them and
+sees one block, the first stores its int32 sums (in a scratch, for every output kind),
+the middle ones add to them, the last one adds them and
 finishes the tile with the whole depth's row / column sums.  These tests put K just below,
 at and above one, two and three blocks, at the int32 wrap (K = 40000, 70000 with the
 extreme values), with per-tensor zero points (the separable correction) and per-row /
 per-column ones, for MatMulInteger and QLinearMatMul, in products wide enough for several
-column blocks and tall enough for several row groups of the requantized scratch, and
+column blocks and tall enough for several row groups of the scratch, and
 through the batch routes (fold, gathered fold, B cache).  M stays above the small-M limit
 so that the packed path runs.
 """
@@ -35,9 +35,9 @@ def _info():
     return _core._qgemm_family_info()
 
 
-def _blocking(m, n, k, requant, cached=False):
+def _blocking(m, n, k, cached=False):
     from gemmkit import _core
-    return _core._qgemm_blocking(m, n, k, requant, cached)
+    return _core._qgemm_blocking(m, n, k, cached)
 
 
 def _rand(rng, shape, dt):
@@ -151,18 +151,19 @@ def _row_sample(m, group):
 
 
 def test_wide_and_tall_products_in_blocks(isa):
-    """Several column blocks (N past the B block) and, for QLinearMatMul, several row
-    groups of the partial-sum scratch (M * nc * 4 bytes past its budget): the scratch
-    origin moves with both.  Checked on a sample of rows around every group edge."""
+    """Several column blocks (N past the B block) and several row groups of the
+    partial-sum scratch (M * nc * 4 bytes past its budget; int32 and requantized outputs
+    alike): the scratch origin moves with both.  Checked on a sample of rows around every
+    group edge."""
     gk = _gk()
     f = _info()
     # a product this large takes kc_deep blocks where the family has them (amx)
     k = 2 * (f["kc_deep"] or f["kc"])
-    nc = _blocking(4096, 1 << 20, k, True)["nc"]
+    nc = _blocking(4096, 1 << 20, k)["nc"]
     n = nc + f["nr"] + 5  # two column blocks
-    ms = _blocking(1 << 20, n, k, True)["ms"]
+    ms = _blocking(1 << 20, n, k)["ms"]
     m = 2 * ms + 3 * f["mr"] + 1  # three row groups of the scratch (ms is rounded down)
-    bl = _blocking(m, n, k, True)
+    bl = _blocking(m, n, k)
     assert bl["nblk"] == 2 and bl["nc"] == nc and bl["ms"] == ms < m, bl
     if m * n * k > 3e9 and isa in ("scalar", "sse41"):
         pytest.skip("a product this size takes too long on this path")
@@ -186,7 +187,7 @@ def test_wide_and_tall_products_in_blocks(isa):
 
 def test_deep_blocks(isa):
     """A family with kc_deep (amx) takes blocks of kc_deep where the partial sums one
-    depth block passes over (M or ms rows x nc int32) exceed half of L2, and blocks of kc
+    depth block passes over (ms rows x nc int32) exceed half of L2, and blocks of kc
     below that or where B comes from a cache (pack_b) laid out in blocks of kc.  Both
     against the oracle at the same shape, K past one and two deep blocks."""
     gk = _gk()
@@ -195,18 +196,17 @@ def test_deep_blocks(isa):
     m = 8 * f["mr"] + 1
     if not kd:  # then no product, however large its output, takes deeper blocks
         for k in (2 * kc + 3, 8 * kc + 1):
-            for requant in (False, True):
-                assert _blocking(1 << 14, 1 << 14, k, requant)["kcb"] <= kc
+            assert _blocking(1 << 14, 1 << 14, k)["kcb"] <= kc
         return
-    small = _blocking(m, f["nr"] + 1, 2 * kd + 3, False)
+    small = _blocking(m, f["nr"] + 1, 2 * kd + 3)
     assert small["kcb"] <= kc and small["nblk"] > 2, small
     n = next(n for n in range(f["nr"], 1 << 16, f["nr"])
-             if _blocking(m, n, 2 * kd + 3, False)["kcb"] > kc)
+             if _blocking(m, n, 2 * kd + 3)["kcb"] > kc)
     rng = np.random.default_rng(8)
     for k in (kd + kd // 2 + 1, 2 * kd + 3):
-        bl = _blocking(m, n, k, False)
+        bl = _blocking(m, n, k)
         assert kc < bl["kcb"] <= kd and bl["nblk"] >= 2, bl
-        assert _blocking(m, n, k, False, cached=True)["kcb"] <= kc
+        assert _blocking(m, n, k, cached=True)["kcb"] <= kc
         a = _rand(rng, (m, k), U8)
         b = _rand(rng, (k, n), S8)
         azp, bzp = _rand(rng, (m,), U8), _rand(rng, (n,), S8)
@@ -255,10 +255,10 @@ def test_a_packed_once(isa):
     m = max(2 * f["mr"] + 3, f["smallm_max"] + 1, f["smallm_wide_max"] + 1)  # packed
     rng = np.random.default_rng(11)
     for k, one_block in ((min(f["kc"], 600), True), (2 * f["kc"] + 3, False)):
-        bl = _blocking(m, 1 << 14, k, False)
+        bl = _blocking(m, 1 << 14, k)
         assert (bl["nblk"] == 1) == one_block and bl["mc"] >= m, bl
         n = bl["nc"] + f["nr"] + 5
-        assert _blocking(m, n, k, False)["nc"] < n
+        assert _blocking(m, n, k)["nc"] < n
         a = rng.integers(0, 256, (m, k)).astype(U8)  # depth blocks differ everywhere
         b = _rand(rng, (k, n), S8)
         azp, bzp = _rand(rng, (m,), U8), _rand(rng, (n,), S8)

@@ -71,8 +71,7 @@ typedef struct gk_qbatch {
  * runs in nearly equal blocks of at most that depth, each a multiple of the family's
  * kstep but the last: every micro-kernel call sees one block, so its B micro-panel
  * (kc * nr bytes) stays in L1 however deep K is.  The int32 sums of the earlier blocks
- * wait in the output itself (int32 output) or in a scratch (requantized output) until
- * the last block's call finishes them (gk_qepi.part_mode); exact, as for chunks.  A
+ * wait in a scratch (every output kind) until the last block's call finishes them (gk_qepi.part_mode); exact, as for chunks.  A
  * product no deeper than kc runs in one block, as without blocking.
  * gk_qgemm_kc: the family's own kc when it sets one, else the depth whose B micro-panel
  * fills half of this CPU's L1 data cache (32 KB when unknown), rounded down to kstep. */
@@ -81,15 +80,15 @@ int gk_qgemm_kc(const gk_qgemm_kernel *kern);
 /* How the packed path blocks an m x n x k product (tests and benchmarks read it; small-M
  * products never pack): nblk depth blocks of kcb (the last one shorter), A blocks of mc
  * rows (half of L2 at kcb), B blocks of nc columns (the size of L2), and the rows ms of
- * the partial-sum scratch of a requantized output (all m, but groups of ms past 8 MB).
- * may_deepen (B packed by this call, not read from a cache laid out by gk_qgemm_kc): a
- * family with kc_deep takes depth blocks of kc_deep instead when the partial sums one
- * depth block passes over (m or ms rows x nc int32) exceed half of L2. */
+ * the partial-sum scratch (all m, but groups of ms past 8 MB).  may_deepen (B packed by
+ * this call, not read from a cache laid out by gk_qgemm_kc): a family with kc_deep takes
+ * depth blocks of kc_deep instead when the partial sums one depth block passes over (ms
+ * rows x nc int32) exceed half of L2. */
 typedef struct gk_qgemm_blocking {
     int kcb, nblk, mc, nc, ms;
 } gk_qgemm_blocking;
-void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                          int may_deepen, gk_qgemm_blocking *bl);
+void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int may_deepen,
+                          gk_qgemm_blocking *bl);
 
 /* MatMulInteger and integer QLinearMatMul, every matrix of the batch (batch NULL or
  * ndim 0: the one 2-D product p).  A batch whose B, b zero point and b scale are shared

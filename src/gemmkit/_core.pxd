@@ -137,8 +137,8 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
     int gk_qgemm_kc(const gk_qgemm_kernel *kern)
     ctypedef struct gk_qgemm_blocking:
         int kcb, nblk, mc, nc, ms
-    void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                              int may_deepen, gk_qgemm_blocking *bl)
+    void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int may_deepen,
+                              gk_qgemm_blocking *bl)
     size_t gk_qgemm_packed_b_size(const gk_qgemm_kernel *kern, int k, int n)
     int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, void *mem)
     int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,

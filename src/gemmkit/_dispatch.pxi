@@ -56,13 +56,13 @@ def _qgemm_family_info():
             "ucolumn": k.ucolumn != NULL}
 
 
-def _qgemm_blocking(int m, int n, int k, bint requant, bint cached=False):
+def _qgemm_blocking(int m, int n, int k, bint cached=False):
     """How the int8 family in use blocks a packed m x n x k product (tests build their
     shapes from it): depth blocks (kcb deep, nblk of them), A blocks of mc rows, B blocks
-    of nc columns, and ms rows per partial-sum scratch of a requantized output.  cached:
-    B read from a cache (pack_b, a batch's shared B), whose depth blocks are always kc."""
+    of nc columns, and ms rows per partial-sum scratch (any output kind).  cached: B read
+    from a cache (pack_b, a batch's shared B), whose depth blocks are always kc."""
     cdef gk_qgemm_blocking bl
-    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, requant, not cached, &bl)
+    gk_qgemm_blocking_of(gk_qgemm_active(), m, n, k, not cached, &bl)
     return {"kcb": bl.kcb, "nblk": bl.nblk, "mc": bl.mc, "nc": bl.nc, "ms": bl.ms}
 
 

@@ -15,9 +15,8 @@
  * -> nr-wide B micro-panels (stay in L1) -> mr-high A micro-panels.  A product no
  * deeper than kc runs in one depth block: each micro-kernel call sees the whole depth
  * and finishes its tile (zero-point correction, requantization) in registers.  Deeper
- * ones keep the int32 sums of the earlier blocks in the int32 output itself, or in a
- * scratch for requantized outputs, and the last block's call finishes the tile
- * (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond GK_QGEMM_KCHUNK
+ * ones keep the int32 sums of the earlier blocks in a scratch, and the last block's call
+ * finishes the tile (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond GK_QGEMM_KCHUNK
  * products run chunk by chunk (run_k_chunked), each chunk blocked the same way. */
 #include <float.h>
 #include <limits.h>
@@ -38,8 +37,13 @@
 #define GK_QGEMM_L1_MAX (256 * 1024)
 #define GK_QGEMM_L1_DEFAULT (32 * 1024)
 #define GK_QGEMM_KC_MIN 256
-/* Largest partial-sum scratch of a requantized output (ms x nc int32): past it the rows
- * run in groups of ms, each repacking B's blocks (a B block serves ms rows then). */
+/* Largest partial-sum scratch (ms x nc int32): past it the rows run in groups of ms, each
+ * repacking B's blocks (a B block serves ms rows then).  Every output kind keeps its
+ * partial sums there, an int32 output too: in Y itself they sat ldy apart, a 4 KB
+ * multiple as often as not, and the amx tiles' 16-row loads and stores of them missed
+ * L1 (Sapphire Rapids, one thread, int32 output: M = 128, K = N = 4096 1.23x faster
+ * with the scratch, N = 4000 1.26x, 2048 x 8192 x 2048 1.25x; the avx512vnni and avx2
+ * families within 2% either way). */
 #define GK_QGEMM_PART_BYTES ((size_t)8 << 20)
 /* int32 elements after each row of that scratch: nc is often a power of two, and a
  * tile's 8 rows 4 KB apart would share one L1 set */
@@ -205,8 +209,8 @@ static size_t gk_qgemm_l2(void)
     return l2;
 }
 
-static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                                 int kc, gk_qgemm_blocking *bl)
+static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int k, int kc,
+                                 gk_qgemm_blocking *bl)
 {
     const size_t l2 = gk_qgemm_l2();
     k_blocks_of(kern, kc, k, &bl->kcb, &bl->nblk);
@@ -227,10 +231,10 @@ static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int 
             nc = ncap;
         if (mc > mcap)
             mc = mcap;
-        /* the partial-sum scratch of a requantized output: ms x nc int32, ms a multiple
-         * of mc (so each is-block starts an mc block, and a panel) */
+        /* the partial-sum scratch: ms x nc int32, ms a multiple of mc (so each is-block
+         * starts an mc block, and a panel) */
         ms = m > 0 ? (size_t)m : 1;
-        if (requant && bl->nblk > 1 && ms * (nc + GK_QGEMM_PART_PAD) * 4 > GK_QGEMM_PART_BYTES) {
+        if (bl->nblk > 1 && ms * (nc + GK_QGEMM_PART_PAD) * 4 > GK_QGEMM_PART_BYTES) {
             ms = GK_QGEMM_PART_BYTES / ((nc + GK_QGEMM_PART_PAD) * 4) / mc * mc;
             if (ms < mc)
                 ms = mc;
@@ -245,15 +249,14 @@ static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int 
  * at kc = 1024 made 2048^3 2.1x slower and 256 x 2048 x 8192 1.7x slower than blocks of
  * 4096, whose B micro-panels come from L2; where the partial sums stay in L2 (M = 128, K =
  * 3072, N = 768; M = 32, K = N = 8192) blocks of 1024 were 1.1-1.25x faster. */
-void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int requant,
-                          int may_deepen, gk_qgemm_blocking *bl)
+void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int may_deepen,
+                          gk_qgemm_blocking *bl)
 {
-    gk_qgemm_blocking_at(kern, m, n, k, requant, gk_qgemm_kc(kern), bl);
+    gk_qgemm_blocking_at(kern, m, n, k, gk_qgemm_kc(kern), bl);
     if (!may_deepen || bl->nblk == 1 || kern->kc_deep <= gk_qgemm_kc(kern))
         return;
-    const size_t rows = requant ? (size_t)bl->ms : (size_t)(m > 0 ? m : 1);
-    if (rows * (size_t)bl->nc * 4 > gk_qgemm_l2() / 2)
-        gk_qgemm_blocking_at(kern, m, n, k, requant, kern->kc_deep, bl);
+    if ((size_t)bl->ms * (size_t)bl->nc * 4 > gk_qgemm_l2() / 2)
+        gk_qgemm_blocking_at(kern, m, n, k, kern->kc_deep, bl);
 }
 
 /* Row and column (real) sums of one depth block added into the whole depth's, mod 2^32
@@ -342,7 +345,7 @@ static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bc
  * packed into bc when given (and not there yet), else block by block.
  *
  * Loops (BLIS): jc (nc columns) -> is (ms rows sharing one partial-sum scratch; all M
- * but for requantized outputs with a huge M) -> pc (depth blocks, k_blocks) -> ic (mc
+ * but for a huge M) -> pc (depth blocks, k_blocks) -> ic (mc
  * rows, a packed A block mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
  * B block of (jc, pc) is packed once per is (or read from bc); the first depth block
  * of a tile stores its int32 sums, the middle ones add to them, the last one adds
@@ -382,12 +385,11 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
 
     gk_qgemm_blocking bl = {K, 1, M, N, M};
     if (!use_smallm)
-        gk_qgemm_blocking_of(kern, M, N, K, requant, !cached, &bl);
+        gk_qgemm_blocking_of(kern, M, N, K, !cached, &bl);
     const int kcb = bl.kcb, nblk = bl.nblk;
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
     const size_t blk_bytes = cached ? b_block_bytes(kern, (size_t)bc->n_all, kbp) : 0;
-    const int use_part_scratch = requant && nblk > 1;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
     const size_t bpack = use_smallm || cached ? 0 : b_block_bytes(kern, nc, kbp);
     /* column sums: the block being packed + the running total (nc each) */
@@ -401,7 +403,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
         apack, bpack, colsums * 4,                                             /* packs, colsums */
         nblk > 1 ? mc * 4 : 0,                                                 /* one block's row sums */
-        use_part_scratch ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,             /* partial sums */
+        nblk > 1 ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,             /* partial sums */
     };
     for (int i = 0; i < NBUF; i++) {
         off[i] = total;
@@ -491,13 +493,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         epi.col_corr = col_corr;
     }
     if (nblk > 1) {
-        if (use_part_scratch) {
-            epi.part = part;
-            epi.part_ld = (ptrdiff_t)(nc + GK_QGEMM_PART_PAD);
-        } else { /* int32 output: the sums wait in y itself (column stride 1) */
-            epi.part = (int32_t *)p->y;
-            epi.part_ld = p->ldy;
-        }
+        epi.part = part;
+        epi.part_ld = (ptrdiff_t)(nc + GK_QGEMM_PART_PAD);
     }
     if (bc_use == BC_FILL && bcache_fill(kern, p, bc) != 0) {
         gk_aligned_free(mem);
@@ -538,7 +535,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                                 : b == 0  ? GK_QPART_STORE
                                 : last    ? GK_QPART_FINISH
                                           : GK_QPART_ACC;
-                if (use_part_scratch) {
+                if (nblk > 1) {
                     epi.part_m0 = (int)is;
                     epi.part_n0 = (int)jc;
                 }
