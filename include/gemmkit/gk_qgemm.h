@@ -71,8 +71,8 @@ typedef struct gk_qepi {
      * biased-B ARM families, the biased one of gk_qgemm_arm_common.h: every block is
      * biased alike, so the sum is the whole depth's).  Exact: int32 addition wraps
      * mod 2**32 and is associative there, so any split of K gives the same bits.
-     * part may be y itself (int32 output, FINISH reads and then overwrites each
-     * element) or a driver scratch; it is only touched for valid (m, n) of a tile.
+     * part is the driver's scratch (a test may pass y itself: FINISH reads each element
+     * before it overwrites it); it is only touched for valid (m, n) of a tile.
      * a_rowsum and b_colcorr always cover the whole depth (the driver sums the blocks'
      * row / column sums); they are only read in NONE and FINISH. */
     int32_t part_mode;         /* enum gk_qpart; 0 (NONE) in a zero-initialised gk_qepi */
