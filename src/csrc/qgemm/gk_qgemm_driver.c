@@ -16,8 +16,9 @@
  * deeper than kc runs in one depth block: each micro-kernel call sees the whole depth
  * and finishes its tile (zero-point correction, requantization) in registers.  Deeper
  * ones keep the int32 sums of the earlier blocks in a scratch, and the last block's call
- * finishes the tile (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond GK_QGEMM_KCHUNK
- * products run chunk by chunk (run_k_chunked), each chunk blocked the same way. */
+ * finishes the tile (gk_qepi.part_mode): exact, int32 addition wraps mod 2^32.  Beyond
+ * GK_QGEMM_KCHUNK products run chunk by chunk (run_k_chunked), each chunk blocked the
+ * same way. */
 #include <float.h>
 #include <limits.h>
 #include <string.h>
@@ -345,8 +346,8 @@ static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bc
  * packed into bc when given (and not there yet), else block by block.
  *
  * Loops (BLIS): jc (nc columns) -> is (ms rows sharing one partial-sum scratch; all M
- * but for a huge M) -> pc (depth blocks, k_blocks) -> ic (mc
- * rows, a packed A block mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
+ * but for a huge M) -> pc (depth blocks, k_blocks) -> ic (mc rows, a packed A block
+ * mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
  * B block of (jc, pc) is packed once per is (or read from bc); the first depth block
  * of a tile stores its int32 sums, the middle ones add to them, the last one adds
  * them and finishes the tile (gk_qepi.part_mode).  The row sums (pack_a) and column
@@ -403,7 +404,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
         apack, bpack, colsums * 4,                                             /* packs, colsums */
         nblk > 1 ? mc * 4 : 0,                                                 /* one block's row sums */
-        nblk > 1 ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,             /* partial sums */
+        nblk > 1 ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,                      /* partial sums */
     };
     for (int i = 0; i < NBUF; i++) {
         off[i] = total;
