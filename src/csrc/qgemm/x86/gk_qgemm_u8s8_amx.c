@@ -431,13 +431,19 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
 #define GK_SMQ_DPBUSD_TO(acc, x, y) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(y))
 #endif
 #define GK_SMQ_TILES 1 /* rows past a handful multiply on the tile unit */
+/* The family's smallm_max: past 8 rows the packed tiles beat the small-M path's
+ * vpdpbusd on a B below GK_QGEMM_SMALLM_WIDE_KN (a larger B takes the small-M path's
+ * tile route up to smallm_wide_max).  Sapphire Rapids, one thread, against 16: M = 12 /
+ * 16, K = 768, N = 1024 1.66x / 2.15x; 256^2 1.31x / 1.59x; 512^2 1.12x / 1.46x; M = 9
+ * 0.95-1.22x.  From 4, M = 5 and 6 ran 0.6-0.9x. */
+#define GK_AMX_SMALLM_MAX 8
 #define GK_SMQ_NAME gk_qgemm_u8s8_amx_smallm
 #include "gk_qsmallm_quad.inc"
 
 const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
     gk_qgemm_u8s8_amx_pack_a, gk_qgemm_u8s8_amx_pack_b, gk_qgemm_u8s8_amx_32x32_ukernel,
-    GK_X86_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
+    GK_AMX_SMALLM_MAX, gk_qgemm_u8s8_amx_smallm, gk_qgemm_u8s8_amx_begin, gk_qgemm_u8s8_amx_end,
     GK_AMX_KC,
     0, /* packed_min_m: the default */
     GK_X86_SMALLM_WIDE_MAX, /* smallm_wide_max: the tile route of the small-M path */
