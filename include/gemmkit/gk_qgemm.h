@@ -88,6 +88,11 @@ typedef struct gk_qepi {
      * a_rowsum / b_colcorr, only read in NONE and FINISH. */
     const int32_t *row_corr;   /* [M] or NULL */
     const int32_t *col_corr;   /* [N] or NULL (both or neither) */
+    /* 1: the whole call's output (every matrix of its batch) is larger than half of L2,
+     * so it will not stay in the caches: a family may write whole lines of y past them
+     * (non-temporal stores, as AMX does for int32 outputs).  0 in a zero-initialised
+     * gk_qepi. */
+    int32_t y_stream;
 } gk_qepi;
 
 /* Partial-sum modes of a micro-kernel call (gk_qepi.part_mode). */

@@ -36,6 +36,9 @@ typedef struct gk_qgemm_problem {
     const float *y_scale; ptrdiff_t ys_rs, ys_cs;
     const uint8_t *y_zp; ptrdiff_t yzp_rs, yzp_cs; /* uint8 for U8, int8 for S8 */
     void *y; ptrdiff_t ldy;                   /* output, row stride in elements */
+    /* Bytes of the whole call's output, every matrix of its batch: the driver's entry
+     * points (gk_qgemm_run, gk_qgemm_run_packed) set it from the batch; callers need not. */
+    double y_call_bytes;
 } gk_qgemm_problem;
 
 /* Operands that move with the batch index (gk_qbatch.stride's first index). */

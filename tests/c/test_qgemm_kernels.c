@@ -172,6 +172,7 @@ static void run_packed(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
     e.mult = c->mult; e.mult_rs = c->mult_rs; e.mult_cs = c->mult_cs;
     e.y_zp = c->yzp; e.yzp_rs = c->yzp_rs; e.yzp_cs = c->yzp_cs;
     e.y = y; e.ldy = N + GUARD; e.k = K;
+    e.y_stream = (int32_t)(rnd() & 1); /* half the time: an output the caches would not keep */
     if (separable) {
         e.row_corr = rc;
         e.col_corr = colc;

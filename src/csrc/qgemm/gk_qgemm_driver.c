@@ -451,6 +451,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     epi.y = p->y;
     epi.ldy = p->ldy;
     epi.k = K;
+    epi.y_stream = p->y_call_bytes > (double)(gk_qgemm_l2() / 2);
     if (requant) {
         for (int r = 0; r < mult_rows; r++) {
             const int t = r / rm->mi, i = r - t * rm->mi;
@@ -986,9 +987,17 @@ static int run_matrix(void *ctx, const gk_qgemm_problem *q)
 
 /* pre: B packed whole by gk_qgemm_pack_b_whole (B shared by every matrix), or NULL;
  * set: each matrix's B packed (pre is NULL), or NULL. */
-static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+static int qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p_in,
                      const gk_qbatch *batch, bcache *pre, const bset *set)
 {
+    /* the call's output size (gk_qgemm_problem.y_call_bytes), which every part and
+     * matrix below inherits from this copy */
+    gk_qgemm_problem pe = *p_in;
+    const gk_qgemm_problem *p = &pe;
+    pe.y_call_bytes = (double)(p->m > 0 ? p->m : 0) * (double)(p->n > 0 ? p->n : 0) *
+                      (p->out_kind == GK_QOUT_I32 ? 4.0 : 1.0);
+    for (int d = 0; batch && d < batch->ndim; d++)
+        pe.y_call_bytes *= (double)batch->shape[d];
     gk_qbatch c;
     gk_qgemm_problem f;
     rowmap rm;
