@@ -205,6 +205,8 @@ class ColdB:
 # (batch, M, K, N): batched A (batch, M, K) @ shared B (K, N), timed against the 2-D
 # (batch * M, K) @ (K, N) with the same rows.
 BATCHED = [(64, 8, 64, 128), (64, 1, 768, 768)]
+# batches whose every matrix has its own B (attention-style products: Q K^T, P V)
+BATCHED_OWN_B = [(12, 128, 64, 128), (8, 384, 64, 384), (12, 128, 128, 64)]
 
 SIGNS = {"u8s8": (np.uint8, np.int8), "s8u8": (np.int8, np.uint8),
          "u8u8": (np.uint8, np.uint8), "s8s8": (np.int8, np.int8)}
@@ -593,6 +595,40 @@ def run_batched(ops, paths, peaks, rng, budget):
                                        path=path, layout=label,
                                        family=_core._qgemm_family_info()["isa"]))
                     _core._set_isa("auto")
+    print("\nbatches whose every matrix has its own B (batch x M x K @ batch x K x N; "
+          "QLinearMatMul per-tensor scales)")
+    for op in ops:
+        sess = ort_session(op, np.uint8, np.int8, np.uint8)
+        for (nb, M, K, N) in BATCHED_OWN_B:
+            A = rng.integers(0, 256, (nb, M, K)).astype(np.uint8)
+            B = rng.integers(-128, 128, (nb, K, N)).astype(np.int8)
+            azp, bzp, yzp = np.array(3, np.uint8), np.array(0, np.int8), np.array(128, np.uint8)
+            sa, sb = np.array(0.01, np.float32), np.array(0.02, np.float32)
+            sy = np.array(float(K) * 0.05, np.float32)
+            if op == "MatMulInteger":
+                feeds = {"A": A, "B": B}
+                f_gk = lambda: gk.matmul_integer(A, B)  # noqa: E731
+                f_exact = lambda: oracles.matmul_integer(A, B)  # noqa: E731
+            else:
+                feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B, "b_scale": sb,
+                         "b_zero_point": bzp, "y_scale": sy, "y_zero_point": yzp}
+                f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
+                f_exact = lambda: oracles.qlinear_matmul(  # noqa: E731
+                    A, sa, azp, B, sb, bzp, sy, yzp)[0]
+            f_ort = lambda feeds=feeds: sess.run(None, feeds)  # noqa: E731
+            for path in paths:
+                _core._set_isa(path)
+                y_gk, y_ort = f_gk(), f_ort()[0]
+                want = None if np.array_equal(y_gk, y_ort) else f_exact()
+                err, note, gk_bad, _ = judge(y_gk, y_ort, want)
+                gk_wrong += gk_bad
+                tg, to = time_pair(f_gk, f_ort, budget)
+                print_row(f"{op:14s} {'u8s8':5s} {f'{nb}x{M}':>5s} {K:5d} {N:5d} {path:11s} ",
+                          2.0 * nb * M * K * N, tg, peaks(path), None, to, err, note,
+                          rec=dict(section="batched", op=op, signs="u8s8", batch=nb, M=M,
+                                   K=K, N=N, path=path, layout="own B",
+                                   family=_core._qgemm_family_info()["isa"]))
+                _core._set_isa("auto")
     if gk_wrong:
         print(f"\nGEMMKIT WRONG on {gk_wrong} rows")
         return 1
