@@ -359,6 +359,28 @@ def test_transposed_and_negative_stride_views(isa):
     assert_exact(_gk().matmul_integer(a, b, np.int8(-3), np.uint8(200)), want)
 
 
+@pytest.mark.parametrize("m", [1, 4, 9, 33])
+def test_operands_with_no_unit_stride(isa, m):
+    """A and B views with no unit stride in their last two dims (the driver gathers them
+    row-major first), alone, batched over a Fortran-ordered A (a folded batch packed
+    matrix by matrix) and against a pre-packed B."""
+    rng = np.random.default_rng(10 + m)
+    k, n = 300, 70
+    base_a = rand_int8(rng, (m, 2 * k), U8)
+    base_b = rand_int8(rng, (2 * k, 3 * n), S8)
+    a_views = [base_a[:, ::2], np.asfortranarray(base_a[:, :k]), base_a[:, ::-2]]
+    b_views = [base_b[::2, ::3], base_b[::-2, ::3], base_b[::2, ::-3]]
+    for a in a_views:
+        for b in b_views:
+            want = o.matmul_integer(np.ascontiguousarray(a), np.ascontiguousarray(b), 7, -3)
+            assert_exact(_gk().matmul_integer(a, b, np.uint8(7), np.int8(-3)), want)
+            a3 = np.stack([a, a[::-1]])
+            want3 = o.matmul_integer(np.ascontiguousarray(a3), np.ascontiguousarray(b), 7, -3)
+            assert_exact(_gk().matmul_integer(a3, b, np.uint8(7), np.int8(-3)), want3)
+            pb = _gk().pack_b(b, "matmul_integer", b_zero_point=np.int8(-3))
+            assert_exact(_gk().matmul_integer(a, pb, np.uint8(7)), want)
+
+
 def test_output_is_fresh_and_inputs_untouched(isa):
     rng = np.random.default_rng(10)
     a = rand_int8(rng, (8, 9), U8)

@@ -353,6 +353,59 @@ static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bc
  * them and finishes the tile (gk_qepi.part_mode).  The row sums (pack_a) and column
  * sums (pack_b) of the blocks are added up, so the last block's epilogue sees the
  * whole depth's. */
+/* rows x cols bytes of s (strides rs, cs) into d, row-major (row by row, so a source
+ * whose column stride is small reads whole cache lines). */
+static void gather_rowmajor(const uint8_t *s, ptrdiff_t rs, ptrdiff_t cs, int rows, int cols,
+                            uint8_t *d)
+{
+    for (int r = 0; r < rows; r++, d += cols) {
+        const uint8_t *sr = s + (ptrdiff_t)r * rs;
+        for (int c = 0; c < cols; c++)
+            d[c] = sr[(ptrdiff_t)c * cs];
+    }
+}
+
+/* An operand with no unit stride in its last two dims (a view such as B[:, ::2]) has no
+ * vector route in any packer (they read rows or columns contiguously) and keeps B from
+ * the small-M path: it is gathered row-major into a temporary first (A only where its
+ * rows are not a folded batch's).  The packers' element-by-element route walked such a B
+ * column by column, one row apart per byte: M = 4, K = N = 4096 ran 177x slower than a
+ * contiguous B.  No memory for the copy: the strided route, as correct.  Returns 1 and
+ * sets *rc when it ran p. */
+static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                   bcache *bc, int may_split);
+static int run_gathered(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
+                        const rowmap *rm, bcache *bc, int may_split, int *rc)
+{
+    const int gb = p->b_cs != 1 && p->b_rs != 1 && p->n > 1 && p->k > 1 &&
+                   bcache_use(bc, p) != BC_READ;
+    const int ga = p->a_cs != 1 && p->a_rs != 1 && p->m > 1 && p->k > 1 && rm == NULL;
+    if (!gb && !ga)
+        return 0;
+    const size_t bb = gb ? (size_t)p->k * (size_t)p->n : 0, ab = ga ? (size_t)p->m * (size_t)p->k : 0;
+    uint8_t *mem = (uint8_t *)gk_aligned_alloc(gk_round64(bb) + ab);
+    if (!mem)
+        return 0;
+    gk_qgemm_problem q = *p;
+    if (gb) {
+        gather_rowmajor(p->b, p->b_rs, p->b_cs, p->k, p->n, mem);
+        q.b = mem;
+        q.b_rs = p->n;
+        q.b_cs = 1;
+        bc = NULL; /* a cache (being filled) describes the strided B */
+    }
+    if (ga) {
+        uint8_t *a = mem + gk_round64(bb);
+        gather_rowmajor(p->a, p->a_rs, p->a_cs, p->m, p->k, a);
+        q.a = a;
+        q.a_rs = p->k;
+        q.a_cs = 1;
+    }
+    *rc = run_one(kern, &q, rm, bc, may_split);
+    gk_aligned_free(mem);
+    return 1;
+}
+
 static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                    bcache *bc, int may_split)
 {
@@ -362,6 +415,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         return 0;
     if (K > GK_QGEMM_KCHUNK)
         return run_k_chunked(kern, p); /* rm is NULL: deep batches are never folded */
+    if (run_gathered(kern, p, rm, bc, may_split, &split_rc))
+        return split_rc;
     if (may_split && split_run(kern, p, rm, bc, &split_rc))
         return split_rc;
     const rowmap one = {M, 0, 0, 0, 0, 0, 0};
@@ -371,7 +426,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const uint8_t a_xor = p->a_signed ? 0x80 : 0, b_xor = p->b_signed ? 0 : 0x80;
     const int32_t a_shift = p->a_signed ? 128 : 0, b_shift = p->b_signed ? 0 : 128;
     const int requant = p->out_kind != GK_QOUT_I32;
-    const int use_smallm = uses_smallm(kern, p, bc);
+    /* A in segments (a folded batch whose matrices are packed one by one) only on the
+     * packed path: the small-M path reads A as one strided matrix */
+    const int use_smallm = !rm->a_seg && uses_smallm(kern, p, bc);
     const int bc_use = use_smallm ? BC_NONE : bcache_use(bc, p);
     const int cached = bc_use != BC_NONE;
 
