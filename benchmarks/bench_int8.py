@@ -544,6 +544,18 @@ def fmt_bytes(n):
     return f"{n} B"
 
 
+def op_calls(op, A, B, sa, azp, sb, bzp, sy, yzp):
+    """onnxruntime's feeds, gemmkit's call and the exact oracle's for one u8 x s8 case of
+    op (MatMulInteger reads A and B only)."""
+    if op == "MatMulInteger":
+        return ({"A": A, "B": B}, lambda: gk.matmul_integer(A, B),
+                lambda: oracles.matmul_integer(A, B))
+    feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B, "b_scale": sb,
+             "b_zero_point": bzp, "y_scale": sy, "y_zero_point": yzp}
+    return (feeds, lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp),
+            lambda: oracles.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)[0])
+
+
 def run_batched(ops, paths, peaks, rng, budget):
     """The BATCHED cases, u8 x s8: each as (batch, M, K) @ (K, N) and as the same rows in
     one (batch * M, K) @ (K, N) product.  QLinearMatMul uses a per-column b scale and zero
@@ -565,17 +577,7 @@ def run_batched(ops, paths, peaks, rng, budget):
             ops_n = 2.0 * nb * M * K * N
             times = {}
             for label, A in (("2-D", A2), ("batched", A3)):
-                if op == "MatMulInteger":
-                    feeds = {"A": A, "B": B}
-                    f_gk = lambda A=A: gk.matmul_integer(A, B)  # noqa: E731
-                    f_exact = lambda A=A: oracles.matmul_integer(A, B)  # noqa: E731
-                else:
-                    feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B,
-                             "b_scale": sb, "b_zero_point": bzp, "y_scale": sy,
-                             "y_zero_point": yzp}
-                    f_gk = lambda A=A: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
-                    f_exact = lambda A=A: oracles.qlinear_matmul(  # noqa: E731
-                        A, sa, azp, B, sb, bzp, sy, yzp)[0]
+                feeds, f_gk, f_exact = op_calls(op, A, B, sa, azp, sb, bzp, sy, yzp)
                 f_ort = lambda feeds=feeds: sess.run(None, feeds)  # noqa: E731
                 mcol = f"{nb}x{M}" if label == "batched" else str(nb * M)
                 for path in paths:
@@ -605,16 +607,7 @@ def run_batched(ops, paths, peaks, rng, budget):
             azp, bzp, yzp = np.array(3, np.uint8), np.array(0, np.int8), np.array(128, np.uint8)
             sa, sb = np.array(0.01, np.float32), np.array(0.02, np.float32)
             sy = np.array(float(K) * 0.05, np.float32)
-            if op == "MatMulInteger":
-                feeds = {"A": A, "B": B}
-                f_gk = lambda: gk.matmul_integer(A, B)  # noqa: E731
-                f_exact = lambda: oracles.matmul_integer(A, B)  # noqa: E731
-            else:
-                feeds = {"a": A, "a_scale": sa, "a_zero_point": azp, "b": B, "b_scale": sb,
-                         "b_zero_point": bzp, "y_scale": sy, "y_zero_point": yzp}
-                f_gk = lambda: gk.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)  # noqa
-                f_exact = lambda: oracles.qlinear_matmul(  # noqa: E731
-                    A, sa, azp, B, sb, bzp, sy, yzp)[0]
+            feeds, f_gk, f_exact = op_calls(op, A, B, sa, azp, sb, bzp, sy, yzp)
             f_ort = lambda feeds=feeds: sess.run(None, feeds)  # noqa: E731
             for path in paths:
                 _core._set_isa(path)
