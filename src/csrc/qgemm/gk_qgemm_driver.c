@@ -342,17 +342,6 @@ static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bc
     return 0;
 }
 
-/* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
- * packed into bc when given (and not there yet), else block by block.
- *
- * Loops (BLIS): jc (nc columns) -> is (ms rows sharing one partial-sum scratch; all M
- * but for a huge M) -> pc (depth blocks, k_blocks) -> ic (mc rows, a packed A block
- * mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
- * B block of (jc, pc) is packed once per is (or read from bc); the first depth block
- * of a tile stores its int32 sums, the middle ones add to them, the last one adds
- * them and finishes the tile (gk_qepi.part_mode).  The row sums (pack_a) and column
- * sums (pack_b) of the blocks are added up, so the last block's epilogue sees the
- * whole depth's. */
 /* rows x cols bytes of s (strides rs, cs) into d, row-major (row by row, so a source
  * whose column stride is small reads whole cache lines). */
 static void gather_rowmajor(const uint8_t *s, ptrdiff_t rs, ptrdiff_t cs, int rows, int cols,
@@ -365,15 +354,16 @@ static void gather_rowmajor(const uint8_t *s, ptrdiff_t rs, ptrdiff_t cs, int ro
     }
 }
 
+static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                   bcache *bc, int may_split);
+
 /* An operand with no unit stride in its last two dims (a view such as B[:, ::2]) has no
  * vector route in any packer (they read rows or columns contiguously) and keeps B from
  * the small-M path: it is gathered row-major into a temporary first (A only where its
  * rows are not a folded batch's).  The packers' element-by-element route walked such a B
- * column by column, one row apart per byte: M = 4, K = N = 4096 ran 177x slower than a
+ * column by column, one row apart per byte: M = 4, K = N = 4096 ran 169x slower than a
  * contiguous B.  No memory for the copy: the strided route, as correct.  Returns 1 and
  * sets *rc when it ran p. */
-static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
-                   bcache *bc, int may_split);
 static int run_gathered(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                         const rowmap *rm, bcache *bc, int may_split, int *rc)
 {
@@ -406,6 +396,17 @@ static int run_gathered(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
     return 1;
 }
 
+/* One product: p->m rows, whose row-side parameters rm maps (NULL: a 2-D product); B
+ * packed into bc when given (and not there yet), else block by block.
+ *
+ * Loops (BLIS): jc (nc columns) -> is (ms rows sharing one partial-sum scratch; all M
+ * but for a huge M) -> pc (depth blocks, k_blocks) -> ic (mc rows, a packed A block
+ * mc x kcb, L2) -> jr (a B micro-panel kcb x nr, L1) -> ir.  The
+ * B block of (jc, pc) is packed once per is (or read from bc); the first depth block
+ * of a tile stores its int32 sums, the middle ones add to them, the last one adds
+ * them and finishes the tile (gk_qepi.part_mode).  The row sums (pack_a) and column
+ * sums (pack_b) of the blocks are added up, so the last block's epilogue sees the
+ * whole depth's. */
 static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                    bcache *bc, int may_split)
 {
