@@ -118,7 +118,9 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
     ``[K, 1]``, and the added dimension is removed from the result; batch dimensions
     (all but the last two) broadcast; M, N, K or a batch dimension may be 0 (K = 0
     gives zeros).  M, N and K must each be below 2**31.  Layouts: any strides (C or F
-    order, negative, zero, offsets), read-only and broadcast views; nothing is copied.
+    order, negative, zero, offsets), read-only and broadcast views, read in place; only
+    an operand with no unit stride in its last two dims (such as ``B[:, ::2]``) is first
+    copied row-major into a temporary, which the packers read faster.
 
     Zero points are an array or NumPy scalar of exactly their tensor's dtype, or a
     Python int in that dtype's range.  Layout, for A (``[..., M, K]``):
@@ -216,7 +218,8 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     finite and y_scale nonzero; negative scales are accepted (the formula applies).
 
     Shapes.  a and b follow ``numpy.matmul`` exactly as in ``matmul_integer`` (1-D
-    promotion, broadcast batch dimensions, empty dimensions, any strides, no copies).
+    promotion, broadcast batch dimensions, empty dimensions, any strides, read in place
+    but for operands with no unit stride).
     Each scale has the same shape as its zero point (a NumPy scalar is shape ``()``; a
     Python number matches any size-1 partner).  Layouts:
 
