@@ -556,6 +556,16 @@ def op_calls(op, A, B, sa, azp, sb, bzp, sy, yzp):
             lambda: oracles.qlinear_matmul(A, sa, azp, B, sb, bzp, sy, yzp)[0])
 
 
+def judge_and_time(f_gk, f_ort, f_exact, budget):
+    """One batched row on the path set now: both answers judged (the oracle only where
+    they differ), then both timed: (err, note, gk_bad, gemmkit time, onnxruntime time)."""
+    y_gk, y_ort = f_gk(), f_ort()[0]
+    want = None if np.array_equal(y_gk, y_ort) else f_exact()
+    err, note, gk_bad, _ = judge(y_gk, y_ort, want)
+    tg, to = time_pair(f_gk, f_ort, budget)
+    return err, note, gk_bad, tg, to
+
+
 def run_batched(ops, paths, peaks, rng, budget):
     """The BATCHED cases, u8 x s8: each as (batch, M, K) @ (K, N) and as the same rows in
     one (batch * M, K) @ (K, N) product.  QLinearMatMul uses a per-column b scale and zero
@@ -582,11 +592,8 @@ def run_batched(ops, paths, peaks, rng, budget):
                 mcol = f"{nb}x{M}" if label == "batched" else str(nb * M)
                 for path in paths:
                     _core._set_isa(path)
-                    y_gk, y_ort = f_gk(), f_ort()[0]
-                    want = None if np.array_equal(y_gk, y_ort) else f_exact()
-                    err, note, gk_bad, _ = judge(y_gk, y_ort, want)
+                    err, note, gk_bad, tg, to = judge_and_time(f_gk, f_ort, f_exact, budget)
                     gk_wrong += gk_bad
-                    tg, to = time_pair(f_gk, f_ort, budget)
                     times[label, path] = tg
                     if label == "batched":
                         note += f" (batched / 2-D: {tg / times['2-D', path]:.2f})"
@@ -611,11 +618,8 @@ def run_batched(ops, paths, peaks, rng, budget):
             f_ort = lambda feeds=feeds: sess.run(None, feeds)  # noqa: E731
             for path in paths:
                 _core._set_isa(path)
-                y_gk, y_ort = f_gk(), f_ort()[0]
-                want = None if np.array_equal(y_gk, y_ort) else f_exact()
-                err, note, gk_bad, _ = judge(y_gk, y_ort, want)
+                err, note, gk_bad, tg, to = judge_and_time(f_gk, f_ort, f_exact, budget)
                 gk_wrong += gk_bad
-                tg, to = time_pair(f_gk, f_ort, budget)
                 print_row(f"{op:14s} {'u8s8':5s} {f'{nb}x{M}':>5s} {K:5d} {N:5d} {path:11s} ",
                           2.0 * nb * M * K * N, tg, peaks(path), None, to, err, note,
                           rec=dict(section="batched", op=op, signs="u8s8", batch=nb, M=M,
