@@ -74,8 +74,9 @@ typedef struct gk_qbatch {
  * runs in nearly equal blocks of at most that depth, each a multiple of the family's
  * kstep but the last: every micro-kernel call sees one block, so its B micro-panel
  * (kc * nr bytes) stays in L1 however deep K is.  The int32 sums of the earlier blocks
- * wait in a scratch (every output kind) until the last block's call finishes them (gk_qepi.part_mode); exact, as for chunks.  A
- * product no deeper than kc runs in one block, as without blocking.
+ * wait in a scratch (every output kind) until the last block's call finishes them
+ * (gk_qepi.part_mode); exact, as for chunks.  A product no deeper than kc runs in one
+ * block, as without blocking.
  * gk_qgemm_kc: the family's own kc when it sets one, else the depth whose B micro-panel
  * fills half of this CPU's L1 data cache (32 KB when unknown), rounded down to kstep. */
 int gk_qgemm_kc(const gk_qgemm_kernel *kern);

@@ -342,15 +342,23 @@ static int bcache_new(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bc
     return 0;
 }
 
-/* rows x cols bytes of s (strides rs, cs) into d, row-major (row by row, so a source
- * whose column stride is small reads whole cache lines). */
+/* rows x cols bytes of s (strides rs, cs) into d, row-major.  Read along the smaller
+ * stride (row by row when |cs| <= |rs|, whole cache lines for a small column stride;
+ * else down the columns, writing a small block), contiguous rows by memcpy. */
 static void gather_rowmajor(const uint8_t *s, ptrdiff_t rs, ptrdiff_t cs, int rows, int cols,
                             uint8_t *d)
 {
-    for (int r = 0; r < rows; r++, d += cols) {
-        const uint8_t *sr = s + (ptrdiff_t)r * rs;
+    if (cs == 1) {
+        for (int r = 0; r < rows; r++)
+            memcpy(d + (size_t)r * cols, s + (ptrdiff_t)r * rs, (size_t)cols);
+    } else if ((rs < 0 ? -rs : rs) >= (cs < 0 ? -cs : cs)) {
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                d[(size_t)r * cols + c] = s[(ptrdiff_t)r * rs + (ptrdiff_t)c * cs];
+    } else {
         for (int c = 0; c < cols; c++)
-            d[c] = sr[(ptrdiff_t)c * cs];
+            for (int r = 0; r < rows; r++)
+                d[(size_t)r * cols + c] = s[(ptrdiff_t)r * rs + (ptrdiff_t)c * cs];
     }
 }
 
@@ -992,24 +1000,8 @@ static int fold_batch(const gk_qgemm_problem *p, const gk_qbatch *c, gk_qgemm_pr
  * the folded product then reads them as one (batch * M, K) matrix. */
 static void gather_a(const gk_qgemm_problem *p, const gk_qbatch *c, uint8_t *dst)
 {
-    const int M = p->m, K = p->k;
-    const ptrdiff_t rs = p->a_rs, cs = p->a_cs;
-    const int by_rows = (rs < 0 ? -rs : rs) >= (cs < 0 ? -cs : cs);
-    for (ptrdiff_t t = 0; t < c->shape[0]; t++, dst += (size_t)M * K) {
-        const uint8_t *a = p->a + t * c->stride[GK_QB_A][0];
-        if (cs == 1) {
-            for (int i = 0; i < M; i++)
-                memcpy(dst + (size_t)i * K, a + i * rs, (size_t)K);
-        } else if (by_rows) {
-            for (int i = 0; i < M; i++)
-                for (int kk = 0; kk < K; kk++)
-                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
-        } else { /* column-major-like: read down the columns, write a small block */
-            for (int kk = 0; kk < K; kk++)
-                for (int i = 0; i < M; i++)
-                    dst[(size_t)i * K + kk] = a[i * rs + kk * cs];
-        }
-    }
+    for (ptrdiff_t t = 0; t < c->shape[0]; t++, dst += (size_t)p->m * p->k)
+        gather_rowmajor(p->a + t * c->stride[GK_QB_A][0], p->a_rs, p->a_cs, p->m, p->k, dst);
 }
 
 /* A batch of B matrices packed one by one (gemmkit.pack_b of a batched B): nmat blocks
