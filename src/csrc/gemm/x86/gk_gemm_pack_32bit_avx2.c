@@ -39,9 +39,35 @@ static inline void transpose8(__m256 r[8])
     }
 }
 
+/* 8 lines of 8 k each, line l at p[l / 4] + (l % 4) * ls bytes, transposed with the
+ * 128-bit blocks moved while loading (one 16-byte load and one vinsertf128 from memory
+ * per vector, no cross-lane shuffle), then two in-lane stages: r[kk] holds k = kk of
+ * lines 0..7. */
+static inline void load_transpose8(const char *const p[2], ptrdiff_t ls, __m256 r[8])
+{
+    for (int c = 0; c < 2; c++) {
+        __m256 z[4], t[4];
+        /* z[i]: line i (low lane) and line 4 + i (high lane) at k = 4c .. 4c + 3 */
+        for (int i = 0; i < 4; i++)
+            z[i] = _mm256_insertf128_ps(
+                _mm256_castps128_ps256(_mm_loadu_ps((const float *)(p[0] + i * ls) + 4 * c)),
+                _mm_loadu_ps((const float *)(p[1] + i * ls) + 4 * c), 1);
+        t[0] = _mm256_unpacklo_ps(z[0], z[1]);
+        t[1] = _mm256_unpackhi_ps(z[0], z[1]);
+        t[2] = _mm256_unpacklo_ps(z[2], z[3]);
+        t[3] = _mm256_unpackhi_ps(z[2], z[3]);
+        r[4 * c + 0] = _mm256_shuffle_ps(t[0], t[2], 0x44);
+        r[4 * c + 1] = _mm256_shuffle_ps(t[0], t[2], 0xEE);
+        r[4 * c + 2] = _mm256_shuffle_ps(t[1], t[3], 0x44);
+        r[4 * c + 3] = _mm256_shuffle_ps(t[1], t[3], 0xEE);
+    }
+}
+
 /* Lines l < nlines start at src + l*ls bytes, element k at + k*4 bytes.  For k < kc:
  * dst[k*ld + l] = line l's element k, for l < width (lines >= nlines: 0), in groups of 8
- * lines.  Writes only dst[k*ld .. k*ld + width). */
+ * lines.  Writes only dst[k*ld .. k*ld + width).  A group of 8 real lines takes its whole
+ * 8-deep steps through load_transpose8; a partial group and the last kc % 8 use masked
+ * loads and transpose8. */
 static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float *dst,
                        ptrdiff_t ld, int width)
 {
@@ -50,16 +76,27 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float 
     for (int g = 0; g < width; g += 8) {
         const int w = width - g < 8 ? width - g : 8;
         const __m256i wmask = _mm256_loadu_si256((const __m256i *)(const void *)(lane_on + 8 - w));
+        const int full = g + 8 <= nlines;
+        const char *p[2];
+        p[0] = src + (ptrdiff_t)g * ls;
+        p[1] = p[0] + 4 * ls;
         for (int k0 = 0; k0 < kc; k0 += 8) {
             const int nk = kc - k0 < 8 ? kc - k0 : 8;
-            const __m256i kmask = _mm256_loadu_si256((const __m256i *)(const void *)(lane_on + 8 - nk));
-            for (int l = 0; l < 8; l++)
-                r[l] = g + l < nlines
-                           ? _mm256_maskload_ps((const float *)(const void *)(src + (g + l) * ls +
-                                                                              (ptrdiff_t)k0 * 4),
-                                                kmask)
-                           : _mm256_setzero_ps();
-            transpose8(r);
+            if (full && nk == 8) {
+                load_transpose8(p, ls, r);
+                p[0] += 32;
+                p[1] += 32;
+            } else {
+                const __m256i kmask =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(lane_on + 8 - nk));
+                for (int l = 0; l < 8; l++)
+                    r[l] = g + l < nlines
+                               ? _mm256_maskload_ps((const float *)(const void *)(
+                                                        src + (g + l) * ls + (ptrdiff_t)k0 * 4),
+                                                    kmask)
+                               : _mm256_setzero_ps();
+                transpose8(r);
+            }
             for (int kk = 0; kk < nk; kk++) {
                 float *o = dst + (ptrdiff_t)(k0 + kk) * ld + g;
                 /* a one-group panel (A: mr = 6) stores 8 lanes, the extra ones landing

@@ -44,9 +44,42 @@ static inline void transpose16(__m512 r[16])
     }
 }
 
+/* 16 lines of 16 k each, line l at p[l / 4] + (l % 4) * ls bytes, transposed with half
+ * the shuffle-port work of transpose16: the 128-bit blocks move while loading (each
+ * vector is one 16-byte load and three vinsertf32x4 from memory, which run on either of
+ * two ports), leaving two in-lane stages.  r[kk]: k = kk of lines 0..15 in lanes 0..15.
+ * Stores k = kk at d + kk * ld, masked to wmask.  (transpose16 kept the shuffle port
+ * busy 64 cycles per block: at M = 1 packing a transposed B took as long as reading it.) */
+static inline void load_transpose16_store(const char *const p[4], ptrdiff_t ls, float *d,
+                                          ptrdiff_t ld, __mmask16 wmask)
+{
+    for (int c = 0; c < 4; c++) {
+        __m512 z[4], t[4], r;
+        /* z[i], 128-bit lane q: line 4q + i at k = 4c .. 4c + 3 */
+        for (int i = 0; i < 4; i++) {
+            __m512 v = _mm512_castps128_ps512(_mm_loadu_ps((const float *)(p[0] + i * ls) + 4 * c));
+            v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)(p[1] + i * ls) + 4 * c), 1);
+            v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)(p[2] + i * ls) + 4 * c), 2);
+            z[i] = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)(p[3] + i * ls) + 4 * c), 3);
+        }
+        t[0] = _mm512_unpacklo_ps(z[0], z[1]);
+        t[1] = _mm512_unpackhi_ps(z[0], z[1]);
+        t[2] = _mm512_unpacklo_ps(z[2], z[3]);
+        t[3] = _mm512_unpackhi_ps(z[2], z[3]);
+        for (int h = 0; h < 4; h++) {
+            const __m512d x = _mm512_castps_pd(t[h >> 1]), y = _mm512_castps_pd(t[2 + (h >> 1)]);
+            r = _mm512_castpd_ps((h & 1) ? _mm512_unpackhi_pd(x, y) : _mm512_unpacklo_pd(x, y));
+            _mm512_mask_storeu_ps(d, wmask, r);
+            d += ld;
+        }
+    }
+}
+
 /* Lines l < nlines start at src + l*ls bytes, element k at + k*4 bytes.  For k < kc:
  * dst[k*ld + l] = line l's element k, for l < width (lines >= nlines: 0), in groups of
- * 16 lines, stores masked to the group's width. */
+ * 16 lines, stores masked to the group's width.  A group of 16 real lines takes its
+ * whole 16-deep steps through load_transpose16_store; a partial group and the last
+ * kc % 16 use masked loads (nothing past a line's kc elements is read) and transpose16. */
 static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float *dst,
                        ptrdiff_t ld, int width)
 {
@@ -54,17 +87,31 @@ static void pack_lines(const char *src, ptrdiff_t ls, int nlines, int kc, float 
     for (int g = 0; g < width; g += 16) {
         const int w = width - g < 16 ? width - g : 16;
         const __mmask16 wmask = (__mmask16)((1u << w) - 1u);
-        for (int k0 = 0; k0 < kc; k0 += 16) {
-            const int nk = kc - k0 < 16 ? kc - k0 : 16;
-            const __mmask16 kmask = (__mmask16)((1u << nk) - 1u);
-            for (int l = 0; l < 16; l++)
-                r[l] = g + l < nlines
-                           ? _mm512_maskz_loadu_ps(kmask, src + (g + l) * ls + (ptrdiff_t)k0 * 4)
-                           : _mm512_setzero_ps();
-            transpose16(r);
-            for (int kk = 0; kk < nk; kk++)
-                _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + kk) * ld + g, wmask, r[kk]);
+        int k0 = 0;
+        if (g + 16 <= nlines) {
+            const char *p[4];
+            float *d = dst + g;
+            for (int q = 0; q < 4; q++)
+                p[q] = src + (ptrdiff_t)(g + 4 * q) * ls;
+            for (; k0 + 16 <= kc; k0 += 16) {
+                load_transpose16_store(p, ls, d, ld, wmask);
+                d += 16 * ld;
+                for (int q = 0; q < 4; q++)
+                    p[q] += 64;
+            }
         }
+        if (k0 < kc)
+            for (; k0 < kc; k0 += 16) {
+                const int nk = kc - k0 < 16 ? kc - k0 : 16;
+                const __mmask16 kmask = (__mmask16)((1u << nk) - 1u);
+                for (int l = 0; l < 16; l++)
+                    r[l] = g + l < nlines
+                               ? _mm512_maskz_loadu_ps(kmask, src + (g + l) * ls + (ptrdiff_t)k0 * 4)
+                               : _mm512_setzero_ps();
+                transpose16(r);
+                for (int kk = 0; kk < nk; kk++)
+                    _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + kk) * ld + g, wmask, r[kk]);
+            }
     }
 }
 
