@@ -267,6 +267,17 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * their pairs. */
 #define GK_GEMM_THIN_KC_PACKED 16
 
+/* The K block of thin A with B' columns contiguous along k (transB; gk_gemm_driver.c's
+ * run_thin_bt): one micro-panel of B' this deep (the last of an A block up to twice
+ * that) is packed at a time and stays in L1.  A multiple of 32: every family's panel
+ * layout puts a depth that is a multiple of it at ks*mr*pack_esz bytes into a panel (the
+ * deepest step, an AMX tile, is 32).  Sapphire Rapids, one thread, against 128 and 256:
+ * float32/float64/float16/int32 mostly within 5% of the best (float32 1 x 4096 x 4096
+ * once 1.15x faster at 128, noise-level elsewhere), bfloat16 on AMX tiles 1.3-1.9x faster
+ * than at 128 for M = 8..32.  Software prefetch of the next block gained 4-10% where B'
+ * came from memory (64 MB) and lost 5-17% where it sat in the LLC: not used. */
+#define GK_GEMM_THIN_T_KC 64
+
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)
  *   b: B'(k, j) at b + k*b_rs + j*b_cs

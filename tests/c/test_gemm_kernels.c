@@ -587,6 +587,24 @@ static void test_type(int dt)
             small_case(dt, m, n1, k1);
             small_case(dt, m, n2, k2);
         }
+        /* thin A with B' contiguous along k (transB: gk_gemm_driver.c's run_thin_bt, one
+         * micro-panel of B' packed at a time): K blocks of GK_GEMM_THIN_T_KC and a last one
+         * of up to twice that, row counts around the tile, column tails, B' columns at
+         * byte strides that are no multiple of the element size */
+        {
+            const int KT = GK_GEMM_THIN_T_KC;
+            const int ms[6] = {1, 2, mr - 1, mr + 1, 2 * mr + 1, GK_GEMM_THIN_ROWS};
+            const int ks[7] = {KT - 1, KT, KT + 1, 2 * KT - 1, 2 * KT, 2 * KT + 1, 3 * KT + 5};
+            for (int i = 0; i < 6; i++) {
+                if (ms[i] < 1 || ms[i] > GK_GEMM_THIN_ROWS ||
+                    (ms[i] + mr - 1) / mr > GK_GEMM_THIN_MAX_PANELS)
+                    continue;
+                for (int j = i % 2; j < 7; j += 2)
+                    one(dt, ms[i], (i + j) % 2 ? nr + 1 : 3 * nr - 1, ks[j], rnd_in(0, LAY_COUNT - 1),
+                        j % 3 ? LAY_COL : LAY_ODDCOL, rnd_in(0, 2), rnd_in(0, 2),
+                        rnd_in(0, CF_COUNT - 1), rnd_in(0, nab - 1), SP_NONE);
+            }
+        }
         /* K blocks in sub-blocks (gk_gemm_kernel.kc_sub): just below / at / past two
          * sub-blocks (the last one takes the rest), several row tiles per strip (M past
          * MC), and with a second K block */

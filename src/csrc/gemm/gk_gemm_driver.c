@@ -362,12 +362,99 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     return GK_GEMM_OK;
 }
 
+/* Thin A with B' columns contiguous along k (transB: a weight matrix W stored N x K,
+ * B' = W.T), which no in-place kernel reads.  Packing all of B' (a transposing copy of
+ * the whole weight, written out and read back) cost 3-4x the product at M = 1.  Here
+ * each micro-panel of B' (GK_GEMM_THIN_T_KC deep, nr columns) is packed by the family's
+ * own packer into one buffer that stays in L1 and is used at once by every row panel of
+ * A: B' is read once, front to back along each of the tile's nr columns, and never
+ * written out.  A is packed in blocks of kb depth (all of K when it fits half of L2).
+ * Loops: A blocks, column tiles, K blocks of the tile, row panels.
+ * K blocks: GK_GEMM_THIN_T_KC deep from the A block's start, the last one taking the
+ * rest (GK_GEMM_THIN_T_KC to twice that minus one; all of a shallower A block), so a
+ * block shallower than a family's shortest layout is only ever a whole A block, packed
+ * alike on both sides; a block starting ks into the A block reads its A panels
+ * ks*mr*pack_esz bytes in (ks a multiple of GK_GEMM_THIN_T_KC, where every family's
+ * layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
+ * in the float workspace: one tile's sums, or every column's when A takes several
+ * blocks) from block to block: the blocked path's sums bit for bit. */
+static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
+{
+    const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
+    const ptrdiff_t esz = (ptrdiff_t)acc_size(kern->acc), pesz = (ptrdiff_t)packed_size(kern);
+    const int mr = kern->mr, nr = kern->nr;
+    const ptrdiff_t panels = (M + mr - 1) / mr, KT = GK_GEMM_THIN_T_KC;
+    const size_t l2 = gk_cpu_caches()->l2 ? gk_cpu_caches()->l2 : (size_t)1 << 20;
+    /* A's block: about half of L2 in whole K blocks, all of K when it fits */
+    ptrdiff_t KB = (ptrdiff_t)(l2 / 2 / ((size_t)panels * (size_t)mr * (size_t)esz)) / KT * KT;
+    ptrdiff_t ldw = 0;
+    size_t a_bytes, b_bytes, ws_bytes = 0;
+    char *raw, *ap, *bt, *ws = NULL;
+    if (M <= 0 || N <= 0)
+        return GK_GEMM_OK;
+    KB = KB < KT ? KT : KB;
+    if (K < KB + KT) /* one A block when K barely exceeds it */
+        KB = K;
+    /* panels <= GK_GEMM_THIN_MAX_PANELS, mr and KB bounded: no overflow */
+    a_bytes = (size_t)panels * (size_t)mr * (size_t)KB * (size_t)esz;
+    b_bytes = (size_t)(2 * KT) * (size_t)nr * (size_t)esz;
+    if (g->acc_y == NULL) {
+        /* one tile's sums when A is one block, else every column's of the part */
+        ldw = KB >= K ? nr : round_up(N, nr);
+        ws_bytes = (size_t)panels * (size_t)mr * (size_t)ldw * (size_t)esz;
+    }
+    raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) + gk_round64(b_bytes) +
+                                   gk_round64(ws_bytes));
+    if (raw == NULL)
+        return GK_GEMM_ENOMEM;
+    ap = raw;
+    bt = ap + gk_round64(a_bytes);
+    if (ws_bytes)
+        ws = bt + gk_round64(b_bytes);
+    if (kern->begin != NULL)
+        kern->begin();
+    for (ptrdiff_t kb0 = 0; kb0 < K; kb0 += KB) {
+        const ptrdiff_t kb = min_pd(KB, K - kb0), kend = kb0 + kb;
+        g->pack_a(&g->a, r->m0, kb0, (int)M, (int)kb, mr, ap);
+        for (ptrdiff_t jr = r->n0; jr < r->n1; jr += nr) {
+            const int cols = (int)min_pd(nr, r->n1 - jr);
+            for (ptrdiff_t pc = kb0; pc < kend;) {
+                const int kc = (int)(kend - pc < 2 * KT ? kend - pc : KT);
+                const int first = pc == 0, last = pc + kc >= K;
+                g->pack_b(&g->b, pc, jr, kc, cols, nr, bt);
+                for (ptrdiff_t p = 0; p < panels; p++) {
+                    const ptrdiff_t ir = r->m0 + p * mr;
+                    const int rows = (int)min_pd(mr, r->m1 - ir);
+                    char *c;
+                    ptrdiff_t ldc;
+                    if (g->acc_y != NULL) {
+                        ldc = g->ld_acc_y;
+                        c = (char *)g->acc_y + (ir * ldc + jr) * esz;
+                    } else {
+                        ldc = ldw;
+                        c = ws + (p * mr * ldw + (ldw == nr ? 0 : jr - r->n0)) * esz;
+                    }
+                    kern->ukernel(kc, ap + p * kb * mr * esz + (pc - kb0) * mr * pesz, bt, c,
+                                  ldc, rows, cols, first);
+                    if (last && g->epilogue != NULL)
+                        g->epilogue(g->epi_ctx, ir, jr, rows, cols, c, ldc);
+                }
+                pc += kc;
+            }
+        }
+    }
+    if (kern->end != NULL)
+        kern->end();
+    gk_aligned_free(raw);
+    return GK_GEMM_OK;
+}
+
 /* ---- threads ---------------------------------------------------------------------------
  * A call splits its output into a grid of tm x tn parts (gk_parallel_grid: edges on
  * whole mr x nr tiles, never K), each run by one task with the serial loops above; every
  * output's sums are the same for any grid, so results do not depend on the thread
  * count.  Each part packs its own blocks of A and B. */
-enum { RUN_DRIVE = 0, RUN_INPLACE };
+enum { RUN_DRIVE = 0, RUN_INPLACE, RUN_THIN_BT };
 
 typedef struct par_job {
     const gk_gemm_kernel *kern;
@@ -379,8 +466,9 @@ typedef struct par_job {
 
 static int run_part(const par_job *j, const gk_range *r)
 {
-    return j->how == RUN_INPLACE ? run_inplace(j->kern, j->g, r, j->kc_max, j->prefetch_b)
-                                 : drive_range(j->kern, j->g, r);
+    if (j->how == RUN_INPLACE)
+        return run_inplace(j->kern, j->g, r, j->kc_max, j->prefetch_b);
+    return j->how == RUN_THIN_BT ? run_thin_bt(j->kern, j->g, r) : drive_range(j->kern, j->g, r);
 }
 
 static void par_task(void *ctx, ptrdiff_t t, int worker)
@@ -545,6 +633,12 @@ static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const voi
                              g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
                              g->m > kern->mr, 0);
     }
+    /* Thin A with B' columns contiguous along k (transB), which no in-place kernel reads:
+     * B' packed one micro-panel at a time, columns only (run_thin_bt) */
+    if (b_packed == NULL && g->m > 0 && g->k > 0 && g->b_rs == (ptrdiff_t)out_size(g->dtype) &&
+        g->m <= GK_GEMM_THIN_ROWS && (g->m + kern->mr - 1) / kern->mr <= GK_GEMM_THIN_MAX_PANELS &&
+        g->k <= INT_MAX && g->m <= INT_MAX && g->n <= INT_MAX)
+        return run_split(kern, &plan, RUN_THIN_BT, 0, 0, 0);
     /* Thin A with a 16-bit output (no in-place path): the blocked path in thin K blocks,
      * columns only (gk_gemm_plan.kc_thin) */
     if (b_packed == NULL && plan.acc_y == NULL && g->m > 0 && g->k > GK_GEMM_THIN_KC_PACKED &&

@@ -1,0 +1,109 @@
+"""Gemm with B' stored column by column (transB = 1: a weight W of shape [N, K], the
+layout every fully connected layer exported to ONNX has) and thin A (M <= 32), on every
+path (the ``isa`` fixture) and every element type.
+
+Such a B' has no in-place kernel; the driver packs one micro-panel of it at a time into
+a buffer that stays in L1 (gk_gemm_driver.c, run_thin_bt: K blocks of
+GK_GEMM_THIN_T_KC = 64, the last one of an A block up to 127 deep, A in blocks of about
+half of L2).  Every output's sum still runs in increasing k with the family's own
+operations, so the result is bit for bit the one of the same product with B' stored row
+by row (which takes the in-place or the thin packed path) -- the layout of B' never
+changes Gemm's bits -- and it is within the float bound of the float64 oracle (integers:
+exact).  Shapes cross the K blocks (63..65, 127..129, 191/192), several A blocks (K from
+the reported L2 size), every column tail of the tile and row counts around the tile's
+rows; W with a negative row stride and with rows wider than K; 1 and 2 threads.  The
+size rules are off, so the bfloat16 AMX family runs thin products too.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gemmkit as gk
+from gemmkit import _core
+from test_gemm import check_float_gemm, int_oracle, problem
+
+F16, BF16, F32, F64 = (np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32,
+                                             np.float64))
+I32, U32, I64, U64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
+ALL = [F16, BF16, F32, F64, I32, U32, I64, U64]
+KT = 64  # GK_GEMM_THIN_T_KC
+THIN_ROWS, THIN_PANELS = 32, 6  # GK_GEMM_THIN_ROWS, GK_GEMM_THIN_MAX_PANELS
+
+
+@pytest.fixture(autouse=True)
+def _every_family_on_every_shape():
+    prev = _core._gemm_size_rules(False)
+    try:
+        yield
+    finally:
+        _core._gemm_size_rules(prev)
+
+
+def _check(A, W, C, alpha, beta):
+    """gemm(A, W, transB=1) equals gemm(A, W.T as a row-major B) bit for bit and the
+    oracle (exact for integers, the float bound otherwise); on 1 and 2 threads."""
+    Bt = np.ascontiguousarray(W.T)
+    ref = gk.gemm(A, Bt, C, alpha, beta)
+    for nt in (1, 2):
+        with gk.threads(nt):
+            Y = gk.gemm(A, W, C, alpha, beta, transB=1)
+        assert Y.dtype == ref.dtype and Y.shape == ref.shape
+        assert np.array_equal(Y.view(f"u{Y.itemsize}"), ref.view(f"u{ref.itemsize}")), \
+            (A.shape, W.shape, W.strides, nt)
+    if A.dtype.kind in "iu":
+        np.testing.assert_array_equal(Y, int_oracle(A, W, C, alpha, beta, 0, 1))
+    else:
+        check_float_gemm(A, W, C, alpha, beta, 0, 1)
+
+
+def _rows(mr):
+    return sorted({m for m in (1, 2, 3, mr - 1, mr, mr + 1, 2 * mr + 1, THIN_ROWS)
+                   if 1 <= m <= THIN_ROWS and -(-m // mr) <= THIN_PANELS})
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_across_k_blocks_and_tails(isa, dt):
+    f = _core._gemm_family_info(dt)
+    mr, nr = f["mr"], f["nr"]
+    rng = np.random.default_rng(23)
+    depths = [1, 7, KT - 1, KT, KT + 1, 2 * KT - 1, 2 * KT, 2 * KT + 1, 3 * KT - 1, 3 * KT, 300]
+    widths = [1, nr - 1, nr, nr + 1, 3 * nr + 5]
+    for i, M in enumerate(_rows(mr)):
+        for j, K in enumerate(depths):
+            N = widths[(i + j) % len(widths)]
+            cshape = ["none", "N", "MN", "M1", "scalar"][(i + 2 * j) % 5]
+            A, W, C = problem(M, N, K, dt, 0, 1, cshape, rng)
+            alpha = 1.0 if cshape == "none" else (3.0 if dt.kind in "iu" else 0.75)
+            _check(A, W, C, alpha, -2.0)
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_several_a_blocks(isa, dt):
+    """K deep enough that A is packed in several blocks (the float16/bfloat16 sums then
+    wait in a workspace of every column between blocks)."""
+    f = _core._gemm_family_info(dt)
+    mr, nr = f["mr"], f["nr"]
+    esz = 8 if dt.itemsize == 8 else 4
+    l2 = gk.cpu_info()["caches"]["l2"] or (1 << 20)
+    rng = np.random.default_rng(29)
+    for M in (1, min(THIN_ROWS, 2 * mr + 1)):
+        panels = -(-M // mr)
+        kb = max(KT, l2 // 2 // (panels * mr * esz) // KT * KT)
+        for K in (kb + KT + 5, 2 * kb + 3):
+            A, W, C = problem(M, 2 * nr + 3, K, dt, 0, 1, "N", rng)
+            _check(A, W, C, 5.0 if dt.kind in "iu" else 0.5, 2.0)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16, F64, I64], ids=str)
+def test_w_layouts(isa, dt):
+    """W with a negative row stride, rows wider than K, and a transposed view of a
+    row-major B (B.T: the same memory as B, read as columns)."""
+    rng = np.random.default_rng(31)
+    nr = _core._gemm_family_info(dt)["nr"]
+    for (M, N, K) in [(1, 2 * nr + 1, 2 * KT + 9), (5, nr + 3, 3 * KT + 1)]:
+        A, W, C = problem(M, N, K, dt, 0, 1, "MN", rng)
+        _check(A, np.ascontiguousarray(W[::-1])[::-1], C, 1.0, 1.0)
+        wide = np.zeros((N, K + 5), dt)
+        wide[:, :K] = W
+        _check(A, wide[:, :K], C, 1.0, 1.0)
+        _check(A, np.ascontiguousarray(W.T).T, C, 1.0, 1.0)
