@@ -6,6 +6,7 @@ Same inputs, one process, interleaved repetitions, medians; one thread everywher
     python benchmarks/bench_gemm.py --quick
     python benchmarks/bench_gemm.py --sizes 32,96     # chosen n for the n^3 cases
     python benchmarks/bench_gemm.py --float-only --float-sizes 64,1024,16x4096
+    python benchmarks/bench_gemm.py --linear-only     # Gemm transB=1 (W as [N, K])
 
 The float32/float64 section runs every Gemm float path this CPU has (each forced through
 the ISA selection, like GEMMKIT_ISA) at n^3 and MxKxN = M x 4096 x 4096 (M = 1, 16), and
@@ -22,6 +23,11 @@ float16 against onnxruntime's float16 Gemm node and its Cast -> float32 Gemm -> 
 and NumPy's float16 matmul (256^3 only: it has no BLAS); bfloat16 against NumPy's float32
 matmul on float32 copies of the same values (the time of the float32 product it stands
 for).  % of peak is of the float32 FMA peak (the kernel is the float32 one).
+
+The linear-layer section runs Gemm(A, W, transB=1) with W stored [N, K] (what a fully
+connected layer exported to ONNX is) at M = 1..32 for float32/float64/float16/bfloat16/
+int32, against gemmkit on a row-major copy of W.T, gemmkit with W pre-packed (pack_b),
+NumPy's A @ W.T and onnxruntime with W as an input and as a constant.
 
 NumPy's integer and float16 matmuls have no BLAS behind them; bfloat16 has no NumPy
 matmul at all (compared through a float32 round trip instead, marked *).
@@ -419,6 +425,89 @@ def half_paths(sizes, budget):
           "Cast -> float32 Gemm -> Cast; * NumPy float32 of the same values)\n")
 
 
+def ort_linear(dtype, W=None):
+    """onnxruntime Gemm(A, W, transB=1) (opset 13, one thread) with W an input (W None) or
+    a constant initializer (pre-packed by onnxruntime at session creation); or None."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+         np.float16: TensorProto.FLOAT16}.get(dtype)
+    if t is None:
+        return None
+    inputs = [helper.make_tensor_value_info("A", t, None)]
+    inits = []
+    if W is None:
+        inputs.append(helper.make_tensor_value_info("W", t, None))
+    else:
+        inits.append(numpy_helper.from_array(W, "W"))
+    g = helper.make_graph([helper.make_node("Gemm", ["A", "W"], ["Y"], transB=1)], "g",
+                          inputs, [helper.make_tensor_value_info("Y", t, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+# (M, K, N) of the linear-layer rows: a token (M = 1) to a small batch, through a square
+# 4096 layer (64 MB of float32 weights: past L2, in or past the LLC) and a 768 -> 3072 one
+LINEAR_CASES = [(1, 4096, 4096), (4, 4096, 4096), (16, 4096, 4096), (32, 4096, 4096),
+                (1, 768, 3072), (16, 768, 3072)]
+
+
+def linear_rows(cases, budget):
+    """Fully connected layers as ONNX exports them: Gemm(A, W, transB=1), the weight W
+    stored [N, K] (B' read column by column), on the dispatched family of each type;
+    against the same product with B' row-major (W.T copied beforehand: gemmkit's own best
+    layout), gemmkit with W pre-packed (pack_b), NumPy's A @ W.T (float32/float64) and
+    onnxruntime's Gemm with W as an input and as a constant (pre-packed)."""
+    hdr = (f"{'case':28s} {'gemmkit':>10s} {'W.T rows':>10s} {'ratio':>6s} {'pack_b':>10s} "
+           f"{'ratio':>6s} {'NumPy':>10s} {'ratio':>6s} {'ort W in':>10s} {'ratio':>6s} "
+           f"{'ort W const':>11s} {'ratio':>6s}")
+    print("linear layers: gemm(A, W, transB=1), W of shape [N, K]")
+    print(hdr)
+    print("-" * len(hdr))
+    rng = np.random.default_rng(4)
+    for dt in (np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32):
+        for (M, K, N) in cases:
+            if np.dtype(dt).kind in "iu":
+                A = rng.integers(-50, 50, (M, K)).astype(dt)
+                W = rng.integers(-50, 50, (N, K)).astype(dt)
+            else:
+                A = rng.standard_normal((M, K)).astype(dt)
+                W = rng.standard_normal((N, K)).astype(dt)
+            Bt = np.ascontiguousarray(W.T)
+            P = gk.pack_b(W, "gemm", transB=1)
+            fns = [lambda: gk.gemm(A, W, transB=1), lambda: gk.gemm(A, Bt),
+                   lambda: gk.gemm(A, P, transB=1)]
+            names = ["rows", "pack_b"]
+            if dt in (np.float32, np.float64):
+                fns.append(lambda: A @ W.T)
+                names.append("numpy")
+            s_in, s_const = ort_linear(dt), ort_linear(dt, W)
+            if s_in is not None:
+                fns += [lambda: s_in.run(None, {"A": A, "W": W}),
+                        lambda: s_const.run(None, {"A": A})]
+                names += ["ort_in", "ort_const"]
+            ts = timed(fns, budget)
+            t = dict(zip(names, ts[1:]))
+
+            def col(key, w=10):
+                return (f" {t[key] * 1e6:{w - 2}.1f}us {t[key] / ts[0]:5.2f}x" if key in t
+                        else f" {'-':>{w}s} {'-':>6s}")
+            name = f"{np.dtype(dt).name} {M}x{K}x{N}"
+            print(f"{name:28s} {ts[0] * 1e6:8.1f}us" + col("rows") + col("pack_b") +
+                  col("numpy") + col("ort_in") + col("ort_const", 11), flush=True)
+            record("linear", dtype=np.dtype(dt).name, M=M, K=K, N=N, gemmkit_s=ts[0],
+                   **{f"{k}_s": v for k, v in t.items()},
+                   **{f"{k}_ratio": v / ts[0] for k, v in t.items()})
+    print("(ratio: the other's time / gemmkit transB=1's; W.T rows: gemmkit on a row-major "
+          "copy of W.T made beforehand; ort W const: W an initializer, pre-packed)\n")
+
+
 def parse_cases(spec):
     """"64,1024,16x4096" -> [(64, 64, 64), (1024, 1024, 1024), (16, 4096, 4096)]."""
     out = []
@@ -451,6 +540,9 @@ def main(argv=None):
                     help="only the int32/int64 path section")
     ap.add_argument("--half-sizes", default=None, metavar="N,...",
                     help="the n of the float16/bfloat16 n^3 cases (default 256,1024)")
+    ap.add_argument("--linear-only", action="store_true",
+                    help="only the linear-layer section (Gemm transB=1, W as [N, K]; "
+                         "--sizes n: M = 1 and 16 with K = N = n)")
     ap.add_argument("--half-only", action="store_true",
                     help="only the float16/bfloat16 path section")
     add_json_option(ap)
@@ -470,6 +562,12 @@ def main(argv=None):
     fspec = args.float_sizes or (args.sizes if args.sizes else
                                  ("64,256,1x4096" if args.quick else
                                   "64,256,1024,2048,1x4096,16x4096"))
+    lcases = ([(m, n, n) for n in sizes for m in (1, 16)] if args.sizes else
+              LINEAR_CASES[:1] + LINEAR_CASES[-2:] if args.quick else LINEAR_CASES)
+    if args.linear_only:
+        linear_rows(lcases, args.budget)
+        write_json(args.json, "bench_gemm")
+        return 0
     only = args.int_only or args.half_only
     if not only:
         float_paths(parse_cases(fspec), args.budget)
@@ -477,6 +575,8 @@ def main(argv=None):
                    [256, 1024, 2048, (16, 4096, 4096), (128, 4096, 4096)])
                   if not args.sizes else sizes)
         bf16_rows(bsizes, args.budget)
+    if not only and not args.float_only:
+        linear_rows(lcases, args.budget)
     if args.float_only:
         write_json(args.json, "bench_gemm")
         return 0

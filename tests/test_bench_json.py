@@ -96,6 +96,22 @@ def test_gemm_json_rows(runs):
     assert _shape(_run("bench_gemm.py", args)) == _shape(text)
 
 
+def test_gemm_linear_rows(tmp_path):
+    """The linear-layer section (Gemm transB=1 against the other layouts and libraries):
+    one JSON row per printed row, every dtype at M = 1 and 16."""
+    path = tmp_path / "linear.json"
+    text = _run("bench_gemm.py", ["--linear-only", "--sizes", "40", "--budget", "0.01",
+                                  "--json", str(path)])
+    with open(path) as f:
+        rows = [r for r in json.load(f)["rows"] if r["section"] == "linear"]
+    printed = [ln for ln in text.splitlines() if re.match(r"\w+ (1|16)x40x40 ", ln)]
+    assert len(rows) == len(printed) == 10
+    for r, ln in zip(rows, printed):
+        assert ln.split()[0] == r["dtype"] and f"{r['gemmkit_s'] * 1e6:8.1f}us" in ln
+        assert r["rows_ratio"] == pytest.approx(r["rows_s"] / r["gemmkit_s"])
+        assert ("numpy_s" in r) == (r["dtype"] in ("float32", "float64"))
+
+
 def test_report_draws_the_json(runs, tmp_path):
     pytest.importorskip("matplotlib", reason="report.py draws with matplotlib (the bench extra)")
     out = tmp_path / "plots"
