@@ -381,6 +381,36 @@ def test_operands_with_no_unit_stride(isa, m):
             assert_exact(_gk().matmul_integer(a, pb, np.uint8(7)), want)
 
 
+@pytest.mark.parametrize("m", [1, 3, 16, 33])
+def test_column_major_b_few_rows(isa, m):
+    """B column-major (B = W.T, W stored [N, K]: each column's depth contiguous) with few
+    rows runs in column blocks of a few panels (gk_qgemm_driver.c, GK_QCOLB_PANELS): N
+    across several blocks with a tail, K in one and in several depth blocks, per-column
+    and per-tensor zero points, every sign mix; QLinearMatMul with per-column scales and
+    zero points; exact against the oracle and equal to the row-major B's result."""
+    rng = np.random.default_rng(40 + m)
+    for (k, n) in [(77, 300), (2500, 200)]:
+        for (adt, bdt) in SIGN_COMBOS:
+            a = rand_int8(rng, (m, k), adt)
+            w = rand_int8(rng, (n, k), bdt)
+            b = w.T
+            for bzp in (rand_int8(rng, (n,), bdt), bdt.type(3)):
+                azp = adt.type(5)
+                want = o.matmul_integer(a, np.ascontiguousarray(b), azp, bzp)
+                assert_exact(_gk().matmul_integer(a, b, azp, bzp), want)
+        a = rand_int8(rng, (m, k), U8)
+        w = rand_int8(rng, (n, k), S8)
+        bs = rng.uniform(0.001, 0.01, n).astype(np.float32)
+        bz = rand_int8(rng, (n,), S8)
+        args = (np.float32(0.02), np.uint8(3), bs, bz, np.float32(0.5), np.uint8(128))
+        y = _gk().qlinear_matmul(a, args[0], args[1], w.T, *args[2:])
+        want, _ = o.qlinear_matmul(a, args[0], args[1], np.ascontiguousarray(w.T), *args[2:])
+        assert y.dtype == np.uint8 and want is not None
+        np.testing.assert_array_equal(y, want)
+        np.testing.assert_array_equal(
+            y, _gk().qlinear_matmul(a, args[0], args[1], np.ascontiguousarray(w.T), *args[2:]))
+
+
 def test_output_is_fresh_and_inputs_untouched(isa):
     rng = np.random.default_rng(10)
     a = rand_int8(rng, (8, 9), U8)

@@ -124,6 +124,16 @@ static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
     return (const float *)((const char *)base + bytes) + elems;
 }
 
+/* Column-major B (b_rs == 1) at up to GK_QCOLB_ROWS rows: column blocks of this many
+ * panels (run_one).  Sapphire Rapids, one thread, against L2-sized blocks, amx /
+ * avx512vnni / avx2: M = 1, K = N = 4096 1.9x / 2.0x / 1.3x faster; M = 4, K = 768, N =
+ * 3072 2.0x / 2.0x / 1.3x; M = 64, K = N = 1024 1.37x / 1.14x / 1.08x; M = 256 1.15x /
+ * 1.07x / 1.02x; at 1024^3 amx and avx512vnni still gained 1.03-1.08x but avx2, whose
+ * A packing costs more, lost 1.04-1.2x: hence the row limit.  Blocks of 2 and 8 panels
+ * were within 10% either way. */
+#define GK_QCOLB_ROWS 256
+#define GK_QCOLB_PANELS 4
+
 /* Rows from which a product reads a pre-packed B rather than run the small-M path, for a
  * family that does not set its own (gk_qgemm_kernel.packed_min_m). */
 #define GK_QPACKED_MIN_M 8
@@ -451,8 +461,17 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int yzp_cols = requant && p->yzp_cs != 0 ? N : 1;
 
     gk_qgemm_blocking bl = {K, 1, M, N, M};
-    if (!use_smallm)
+    if (!use_smallm) {
         gk_qgemm_blocking_of(kern, M, N, K, !cached, &bl);
+        /* B column-major (each column's depth contiguous: B = W.T of a weight W stored
+         * [N, K]) with few rows: column blocks of GK_QCOLB_PANELS panels.  An L2-sized
+         * block reads as many columns side by side (thousands of streams, one page each)
+         * and writes a packed block that fills L2 before the few rows read it back: at M
+         * = 1..16, K = N = 4096 it took 2-3x the row-major B's time (see GK_QCOLB_ROWS). */
+        if (!cached && p->b_rs == 1 && p->b_cs != 1 && M <= GK_QCOLB_ROWS &&
+            bl.nc > GK_QCOLB_PANELS * kern->nr)
+            bl.nc = GK_QCOLB_PANELS * kern->nr;
+    }
     const int kcb = bl.kcb, nblk = bl.nblk;
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
