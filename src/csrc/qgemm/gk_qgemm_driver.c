@@ -477,6 +477,15 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
     const size_t blk_bytes = cached ? b_block_bytes(kern, (size_t)bc->n_all, kbp) : 0;
     const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
+    /* All of A in one row block: its packed depth blocks (and row sums) are the same for
+     * every column block, so they are packed for the first one only, side by side when
+     * there are several (up to half of L2).  M = 128, K = 4096 on amx (one depth block):
+     * 16 column blocks packed A 16 times; M = 1, K = N = 4096 with column-major B on avx2
+     * (column blocks of GK_QCOLB_PANELS panels, 6 depth blocks): packing A 64 times was
+     * 17% of the call. */
+    const int a_keep = !use_smallm && (size_t)M <= mc && ms >= (size_t)M &&
+                       (nblk == 1 || (size_t)nblk * apack <= gk_qgemm_l2() / 2);
+    const size_t a_bytes = a_keep ? (size_t)nblk * apack : apack;
     const size_t bpack = use_smallm || cached ? 0 : b_block_bytes(kern, nc, kbp);
     /* column sums: the block being packed + the running total (nc each) */
     const size_t colsums = use_smallm || cached ? 0 : 2 * nc;
@@ -487,7 +496,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const size_t sizes[NBUF] = {
         (size_t)M * 4, (size_t)M * 4, (size_t)N * 4, (size_t)N * 4,            /* za, rowsum, zb, colcorr */
         (size_t)mult_rows * mult_cols * 4, (size_t)yzp_rows * yzp_cols * 4,    /* mult, yzp */
-        apack, bpack, colsums * 4,                                             /* packs, colsums */
+        a_bytes, bpack, colsums * 4,                                           /* packs, colsums */
         nblk > 1 ? mc * 4 : 0,                                                 /* one block's row sums */
         nblk > 1 ? ms * (nc + GK_QGEMM_PART_PAD) * 4 : 0,                      /* partial sums */
     };
@@ -587,10 +596,6 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         gk_aligned_free(mem);
         return -1;
     }
-    /* All of A in one block over the whole depth: the packed block (and its row sums) is
-     * the same for every column block, so it is packed once (M = 128, K = 4096 on amx,
-     * where the whole depth is one block: 16 column blocks packed A 16 times). */
-    const int a_once = nblk == 1 && (size_t)M <= mc && ms >= (size_t)M;
     if (kern->begin)
         kern->begin();
     for (size_t jc = 0; jc < (size_t)N; jc += nc) {
@@ -630,11 +635,14 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                     const int mcur = (int)(iend - ic < mc ? iend - ic : mc);
                     /* this block's row sums: straight into rowsum for the first block */
                     int32_t *rsb = b == 0 ? rowsum + ic : rowsum_blk;
-                    if (a_once && jc > 0) {
-                        /* the one A block, packed whole for the first column block */
+                    /* depth block b of A: its own slot when A is kept (a_keep) */
+                    unsigned char *apb = (unsigned char *)ap + (a_keep ? (size_t)b * apack : 0);
+                    const int repack = !a_keep || jc == 0;
+                    if (!repack) {
+                        /* A and its row sums as packed for the first column block */
                     } else if (!rm->a_seg) {
                         kern->pack_a(mcur, kcur, p->a + (ptrdiff_t)ic * p->a_rs + (ptrdiff_t)pc * p->a_cs,
-                                     p->a_rs, p->a_cs, a_xor, ap, rsb);
+                                     p->a_rs, p->a_cs, a_xor, apb, rsb);
                     } else {
                         /* pieces start at ic or at a matrix boundary: multiples of mr, so
                          * each starts a panel, where packing the block whole would put it */
@@ -643,12 +651,12 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                             const int n = rm->mi - i < end - r0 ? rm->mi - i : end - r0;
                             kern->pack_a(n, kcur, p->a + t * rm->a + i * p->a_rs + (ptrdiff_t)pc * p->a_cs,
                                          p->a_rs, p->a_cs, a_xor,
-                                         (unsigned char *)ap + (size_t)(r0 - (int)ic) * kcp * kern->a_elem_bytes,
+                                         apb + (size_t)(r0 - (int)ic) * kcp * kern->a_elem_bytes,
                                          rsb + (r0 - (int)ic));
                             r0 += n;
                         }
                     }
-                    if (b > 0)
+                    if (b > 0 && repack)
                         add_sums(rowsum + ic, rowsum_blk, mcur);
                     if (last && separable)
                         for (int i = 0; i < mcur; i++)
@@ -659,12 +667,12 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
                             (size_t)jr / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kcp);
                         const int nrv = ncur - jr < kern->nr ? ncur - jr : kern->nr;
                         if (kern->ucolumn) {
-                            kern->ucolumn(mcur, nrv, (int)kcp, ap, bpanel, &epi, (int)ic, (int)jc + jr);
+                            kern->ucolumn(mcur, nrv, (int)kcp, apb, bpanel, &epi, (int)ic, (int)jc + jr);
                             continue;
                         }
                         for (int ir = 0; ir < mcur; ir += kern->mr) {
                             const unsigned char *apanel =
-                                (const unsigned char *)ap + (size_t)ir * kcp * kern->a_elem_bytes;
+                                apb + (size_t)ir * kcp * kern->a_elem_bytes;
                             const int mrv = mcur - ir < kern->mr ? mcur - ir : kern->mr;
                             kern->ukernel(mrv, nrv, (int)kcp, apanel, bpanel, &epi, (int)ic + ir,
                                           (int)jc + jr);
