@@ -67,23 +67,12 @@ def timed(fns, budget):
     return [statistics.median(r) for r in res]
 
 
-def ort_gemm(dtype, alpha=1.0, beta=1.0):
-    """onnxruntime Gemm (opset 13, one thread) of float32 or float64 with these alpha and
-    beta, inputs A, B, C; or None (no onnxruntime, or another dtype)."""
-    try:
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
-    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-         np.float16: TensorProto.FLOAT16}.get(dtype)
-    if t is None:
-        return None
-    g = helper.make_graph(
-        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
-        [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
-        [helper.make_tensor_value_info("Y", t, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+def _ort_session(graph):
+    """A one-thread onnxruntime session of an opset-13 graph; None where onnxruntime has
+    no kernel for it (a type it does not run)."""
+    import onnxruntime as ort
+    from onnx import helper
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
@@ -94,28 +83,41 @@ def ort_gemm(dtype, alpha=1.0, beta=1.0):
         return None
 
 
+def ort_gemm(dtype, alpha=1.0, beta=1.0):
+    """onnxruntime Gemm (opset 13, one thread) of float32 or float64 with these alpha and
+    beta, inputs A, B, C; or None (no onnxruntime, or another dtype)."""
+    try:
+        import onnxruntime  # noqa: F401
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+         np.float16: TensorProto.FLOAT16}.get(dtype)
+    if t is None:
+        return None
+    return _ort_session(helper.make_graph(
+        [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
+        [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
+        [helper.make_tensor_value_info("Y", t, None)]))
+
+
 def ort_cast_gemm():
     """onnxruntime float16 A, B, C -> Cast to float32 -> Gemm -> Cast to float16 (one
     thread): the float32 route a runtime without a float16 Gemm takes; or None."""
     try:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401
         from onnx import TensorProto, helper
     except ImportError:
         return None
     F, H = TensorProto.FLOAT, TensorProto.FLOAT16
-    g = helper.make_graph(
+    return _ort_session(helper.make_graph(
         [helper.make_node("Cast", ["A"], ["Af"], to=F),
          helper.make_node("Cast", ["B"], ["Bf"], to=F),
          helper.make_node("Cast", ["C"], ["Cf"], to=F),
          helper.make_node("Gemm", ["Af", "Bf", "Cf"], ["Yf"]),
          helper.make_node("Cast", ["Yf"], ["Y"], to=H)], "g",
         [helper.make_tensor_value_info(n, H, None) for n in "ABC"],
-        [helper.make_tensor_value_info("Y", H, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        [helper.make_tensor_value_info("Y", H, None)]))
 
 
 # The FMA peak loop of each float path (benchmarks/c/bench_peak_x86.c), per dtype.
@@ -429,7 +431,7 @@ def ort_linear(dtype, W=None):
     """onnxruntime Gemm(A, W, transB=1) (opset 13, one thread) with W an input (W None) or
     a constant initializer (pre-packed by onnxruntime at session creation); or None."""
     try:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
         return None
@@ -443,13 +445,9 @@ def ort_linear(dtype, W=None):
         inputs.append(helper.make_tensor_value_info("W", t, None))
     else:
         inits.append(numpy_helper.from_array(W, "W"))
-    g = helper.make_graph([helper.make_node("Gemm", ["A", "W"], ["Y"], transB=1)], "g",
-                          inputs, [helper.make_tensor_value_info("Y", t, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return _ort_session(helper.make_graph(
+        [helper.make_node("Gemm", ["A", "W"], ["Y"], transB=1)], "g", inputs,
+        [helper.make_tensor_value_info("Y", t, None)], inits))
 
 
 # (M, K, N) of the linear-layer rows: a token (M = 1) to a small batch, through a square
