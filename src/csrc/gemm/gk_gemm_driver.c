@@ -401,6 +401,9 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     if (g->acc_y == NULL) {
         /* one tile's sums when A is one block, else every column's of the part */
         ldw = KB >= K ? nr : round_up(N, nr);
+        if ((size_t)ldw > ((size_t)PTRDIFF_MAX / 2 - a_bytes - b_bytes) /
+                              ((size_t)panels * (size_t)mr * (size_t)esz))
+            return GK_GEMM_ENOMEM;
         ws_bytes = (size_t)panels * (size_t)mr * (size_t)ldw * (size_t)esz;
     }
     raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) + gk_round64(b_bytes) +
