@@ -218,7 +218,7 @@ static void core(int kp, const uint32_t *pa, const uint32_t *pb, float *c, ptrdi
                      "6:\n\t"
                      "test %[kp], %[kp]\n\t"
                      "jz 2f\n\t"
-                     ".p2align 5\n\t"
+                     ".p2align 6\n\t"
                      "1:\n\t"
                      "vmovups (%[pb]), " BF_R(0) "\n\t"
                      "vmovups 64(%[pb]), " BF_R(1) "\n\t"

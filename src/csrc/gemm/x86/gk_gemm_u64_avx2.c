@@ -100,7 +100,7 @@ static void core_2x8(int kc, const uint64_t *pa, const char *pb, ptrdiff_t ldb, 
                      "6:\n\t"
                      "test %[kc], %[kc]\n\t"
                      "jz 2f\n\t"
-                     ".p2align 5\n\t"
+                     ".p2align 6\n\t"
                      "1:\n\t"
                      "vmovdqu (%[pb]), %%ymm0\n\t"
                      "vmovdqu 32(%[pb]), %%ymm1\n\t"

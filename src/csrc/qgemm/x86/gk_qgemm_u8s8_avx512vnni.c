@@ -231,7 +231,7 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
     GK_Z(26) GK_Z(27) GK_Z(28) GK_Z(29) GK_Z(30) GK_Z(31)                                   \
     "cmp %[pa], %[pe]\n\t"                                                                   \
     "je 2f\n\t"                                                                              \
-    ".p2align 5\n\t"                                                                         \
+    ".p2align 6\n\t"                                                                         \
     "1:\n\t"                                                                                 \
     "vmovdqu64 (%[pb]), %%zmm0\n\t"                                                          \
     "vmovdqu64 64(%[pb]), %%zmm1\n\t"                                                        \

@@ -65,7 +65,7 @@
                      GK_VZ(11) GK_VZ(12) GK_VZ(13) GK_VZ(14) GK_VZ(15)                      \
                      "cmp %[pa], %[pe]\n\t"                                                 \
                      "je 2f\n\t"                                                            \
-                     ".p2align 5\n\t"                                                        \
+                     ".p2align 6\n\t"                                                        \
                      "1:\n\t"                                                               \
                      "vmovdqu (%[pb]), %%ymm0\n\t"                                          \
                      "vmovdqu 32(%[pb]), %%ymm1\n\t"                                        \
