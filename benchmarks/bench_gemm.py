@@ -83,18 +83,25 @@ def _ort_session(graph):
         return None
 
 
+def _ort_elem_type(dtype):
+    """The onnx element type of a float32/float64/float16 dtype for an onnxruntime
+    session; None without onnxruntime and onnx, or for another dtype."""
+    try:
+        import onnxruntime  # noqa: F401
+        from onnx import TensorProto
+    except ImportError:
+        return None
+    return {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+            np.float16: TensorProto.FLOAT16}.get(dtype)
+
+
 def ort_gemm(dtype, alpha=1.0, beta=1.0):
     """onnxruntime Gemm (opset 13, one thread) of float32 or float64 with these alpha and
     beta, inputs A, B, C; or None (no onnxruntime, or another dtype)."""
-    try:
-        import onnxruntime  # noqa: F401
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
-    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-         np.float16: TensorProto.FLOAT16}.get(dtype)
+    t = _ort_elem_type(dtype)
     if t is None:
         return None
+    from onnx import helper
     return _ort_session(helper.make_graph(
         [helper.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=alpha, beta=beta)], "g",
         [helper.make_tensor_value_info(n, t, None) for n in "ABC"],
@@ -430,15 +437,10 @@ def half_paths(sizes, budget):
 def ort_linear(dtype, W=None):
     """onnxruntime Gemm(A, W, transB=1) (opset 13, one thread) with W an input (W None) or
     a constant initializer (pre-packed by onnxruntime at session creation); or None."""
-    try:
-        import onnxruntime  # noqa: F401
-        from onnx import TensorProto, helper, numpy_helper
-    except ImportError:
-        return None
-    t = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-         np.float16: TensorProto.FLOAT16}.get(dtype)
+    t = _ort_elem_type(dtype)
     if t is None:
         return None
+    from onnx import helper, numpy_helper
     inputs = [helper.make_tensor_value_info("A", t, None)]
     inits = []
     if W is None:
