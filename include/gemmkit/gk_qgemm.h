@@ -166,6 +166,18 @@ typedef void (*gk_qgemm_smallm_fn)(int m, int n, int k,
                                    const uint8_t *b, ptrdiff_t b_rs, uint8_t b_xor,
                                    const gk_qepi *epi);
 
+/* Tall route (optional): many rows of A against a small B (conv-as-GEMM shapes such as
+ * 12544 x 32 x 16), no packing of A.  B (k x n, any strides) is packed whole by the
+ * route itself into a buffer that stays in L1 per column strip, and A's rows (a_cs == 1,
+ * rows a_rs bytes apart) are read in place.  Computes the column sums of b' itself (epi->
+ * b_colcorr is ignored), the row sums of a' into rowsum[0, m) where the correction needs
+ * them (epi->a_rowsum is ignored), and applies the full epilogue (part_mode NONE) for
+ * all m in [0, m), n in [0, n).  Returns 0, or -1 (no memory for B's few KB; the
+ * output is not touched). */
+typedef int (*gk_qgemm_tall_fn)(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, uint8_t a_xor,
+                                const uint8_t *b, ptrdiff_t b_rs, ptrdiff_t b_cs, uint8_t b_xor,
+                                int32_t *rowsum, const gk_qepi *epi);
+
 /* A kernel family: the micro-kernel, its packing format and its tile sizes, chosen
  * together.  Packed panel sizes in bytes:
  *     A: ceil(mc/mr)*mr * kp * a_elem_bytes      B: ceil(nc/nr)*nr * kp * b_elem_bytes */
@@ -210,6 +222,12 @@ typedef struct gk_qgemm_kernel {
     /* The driver's whole ir loop in one call (gk_qgemm_ucolumn_fn); NULL, as in a table
      * entry that leaves it out: one ukernel call per tile. */
     gk_qgemm_ucolumn_fn ucolumn;
+    /* The tall route (gk_qgemm_tall_fn; NULL, as in a table entry that leaves it out:
+     * none) and where the driver takes it: at least tall_min_m rows, k <= tall_max_k,
+     * n <= tall_max_n, k * n <= tall_max_kn (0: no such limit), A's rows contiguous
+     * (a_cs == 1) and B not pre-packed (gk_qgemm_set_tall_mode overrides the limits). */
+    gk_qgemm_tall_fn tall;
+    int tall_min_m, tall_max_k, tall_max_n, tall_max_kn;
 } gk_qgemm_kernel;
 
 /* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */

@@ -105,6 +105,12 @@ void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int 
 int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
                  const gk_qbatch *batch);
 
+/* Where the driver takes a family's tall route (gk_qgemm_kernel.tall): 0 never, 1 by
+ * the family's limits (the default), 2 wherever it can (A's rows contiguous, B not
+ * pre-packed), at any size.  Returns the previous mode.  For tests, which run both routes
+ * on every shape; between calls only. */
+int gk_qgemm_set_tall_mode(int mode);
+
 /* Pre-packed B (gemmkit.pack_b): all of a k x n B, packed once for family kern in the
  * layout its packed path reads (depth blocks of nr-column panels, then the n column
  * sums).  gk_qgemm_packed_b_size: bytes of that block (64-byte aligned), 0 where no

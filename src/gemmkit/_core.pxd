@@ -135,6 +135,7 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
     enum:
         GK_QGEMM_KCHUNK
     int gk_qgemm_kc(const gk_qgemm_kernel *kern)
+    int gk_qgemm_set_tall_mode(int mode)
     ctypedef struct gk_qgemm_blocking:
         int kcb, nblk, mc, nc, ms
     void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int may_deepen,

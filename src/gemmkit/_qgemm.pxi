@@ -13,6 +13,14 @@ _QGEMM_KCHUNK = GK_QGEMM_KCHUNK
 include "_qargs.pxi"
 
 
+def _qgemm_tall_mode(int mode):
+    """Where the int8 families' tall route runs (many rows against a small B, A read in
+    place): 0 never, 1 by the family's limits (the default), 2 wherever A's rows are
+    contiguous and B is not pre-packed; returns the previous mode.  For tests, which run
+    both routes on every shape; between calls only."""
+    return gk_qgemm_set_tall_mode(mode)
+
+
 # int32 outputs of at least this many elements are allocated 64-byte aligned: kernels
 # may then write whole cache lines without reading them first (non-temporal stores),
 # which NumPy's 16-byte-aligned allocations rule out.

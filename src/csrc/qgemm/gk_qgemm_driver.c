@@ -157,6 +157,31 @@ static int uses_smallm(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, c
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
 
+/* Whether run_one takes kern's tall route for p (gk_qgemm_tall_fn): many rows against a
+ * small B, A's rows contiguous and all of A one strided matrix, B not pre-packed (the
+ * route packs its small B itself, so a batch's or pack_b's cache is not filled or read
+ * there). */
+static volatile int tall_mode = 1;
+
+int gk_qgemm_set_tall_mode(int mode)
+{
+    const int old = tall_mode;
+    tall_mode = mode;
+    return old;
+}
+
+static int uses_tall(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
+                     const bcache *bc)
+{
+    const int mode = tall_mode;
+    if (kern->tall == NULL || mode == 0 || p->a_cs != 1 || (rm != NULL && rm->a_seg) ||
+        bcache_use(bc, p) != BC_NONE)
+        return 0;
+    return mode == 2 || (p->m >= kern->tall_min_m && p->k <= kern->tall_max_k &&
+                         p->n <= kern->tall_max_n &&
+                         (kern->tall_max_kn == 0 || (double)p->k * p->n <= kern->tall_max_kn));
+}
+
 /* 1 when the n >= 1 values are one value (a per-tensor zero point, expanded). */
 static int all_equal(const int32_t *v, int n)
 {
@@ -448,6 +473,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     /* A in segments (a folded batch whose matrices are packed one by one) only on the
      * packed path: the small-M path reads A as one strided matrix */
     const int use_smallm = !rm->a_seg && uses_smallm(kern, p, bc);
+    /* the tall route packs neither A nor B into the call's buffers */
+    const int use_tall = !use_smallm && uses_tall(kern, p, rm, bc);
+    const int unpacked = use_smallm || use_tall;
     const int bc_use = use_smallm ? BC_NONE : bcache_use(bc, p);
     const int cached = bc_use != BC_NONE;
 
@@ -461,7 +489,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const int yzp_cols = requant && p->yzp_cs != 0 ? N : 1;
 
     gk_qgemm_blocking bl = {K, 1, M, N, M};
-    if (!use_smallm) {
+    if (!unpacked) {
         gk_qgemm_blocking_of(kern, M, N, K, !cached, &bl);
         /* B column-major (each column's depth contiguous: B = W.T of a weight W stored
          * [N, K]) with few rows: column blocks of GK_QCOLB_PANELS panels.  An L2-sized
@@ -476,19 +504,19 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     const size_t mc = (size_t)bl.mc, nc = (size_t)bl.nc, ms = (size_t)bl.ms;
     const size_t kbp = round_up((size_t)kcb, (size_t)kern->kstep); /* one block (<= kp) */
     const size_t blk_bytes = cached ? b_block_bytes(kern, (size_t)bc->n_all, kbp) : 0;
-    const size_t apack = use_smallm ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
+    const size_t apack = unpacked ? 0 : round_up(mc, kern->mr) * kbp * kern->a_elem_bytes;
     /* All of A in one row block: its packed depth blocks (and row sums) are the same for
      * every column block, so they are packed for the first one only, side by side when
      * there are several (up to half of L2).  M = 128, K = 4096 on amx (one depth block):
      * 16 column blocks packed A 16 times; M = 1, K = N = 4096 with column-major B on avx2
      * (column blocks of GK_QCOLB_PANELS panels, 6 depth blocks): packing A 64 times was
      * 17% of the call. */
-    const int a_keep = !use_smallm && (size_t)M <= mc && ms >= (size_t)M &&
+    const int a_keep = !unpacked && (size_t)M <= mc && ms >= (size_t)M &&
                        (nblk == 1 || (size_t)nblk * apack <= gk_qgemm_l2() / 2);
     const size_t a_bytes = a_keep ? (size_t)nblk * apack : apack;
-    const size_t bpack = use_smallm || cached ? 0 : b_block_bytes(kern, nc, kbp);
+    const size_t bpack = unpacked || cached ? 0 : b_block_bytes(kern, nc, kbp);
     /* column sums: the block being packed + the running total (nc each) */
-    const size_t colsums = use_smallm || cached ? 0 : 2 * nc;
+    const size_t colsums = unpacked || cached ? 0 : 2 * nc;
 
     /* One allocation for every per-call buffer, each 64-byte aligned. */
     enum { NBUF = 11 };
@@ -583,6 +611,12 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         return 0;
     }
 
+    if (use_tall) {
+        const int rc = kern->tall(M, N, K, p->a, p->a_rs, a_xor, p->b, p->b_rs, p->b_cs, b_xor,
+                                  rowsum, &epi);
+        gk_aligned_free(mem);
+        return rc;
+    }
     epi.b_colcorr = colcorr;
     if (separable) {
         epi.row_corr = row_corr;
@@ -816,6 +850,7 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
                      bcache *bc, int *rc)
 {
     int smallm = uses_smallm(kern, p, bc);
+    const int tall = uses_tall(kern, p, rm, bc); /* each part packs its small B itself */
     qpar_job j;
     bcache own = {NULL, NULL, NULL, 0, 0};
     int threads = gk_parallel_threads();
@@ -834,7 +869,7 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     j.rm = rm;
     j.bc = NULL;
     j.failed = 0;
-    if (!smallm) {
+    if (!smallm && !tall) {
         const int use = bcache_use(bc, p);
         if (use == BC_READ && bc->n_off == 0) {
             j.bc = bc; /* already packed (pack_b, or a batch's earlier matrix) */

@@ -440,6 +440,21 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
 #define GK_SMQ_NAME gk_qgemm_u8s8_amx_smallm
 #include "gk_qsmallm_quad.inc"
 
+/* ---------------------------------------------------------------- tall */
+
+/* Where the tall route (vpdpbusd on A in place) beats the tile unit on packed panels:
+ * shallow products, whose 64-deep tile steps are mostly padding and whose packing of A is
+ * most of the packed path.  Sapphire Rapids, one thread, in one process (packed / tall):
+ * 12544 x 32 x 16 2.0x, 12544 x 27 x 32 1.54x, 12544 x 3 x 16 2.8x, 3136 x 32 x 512 1.21x,
+ * 3136 x 48 x 256 1.06x, 32 x 27 x 32 1.7x, 16 x 32 x 64 1.4x; but K = 64: 3136 x 64 x 32
+ * 0.95x, x 64 0.84x, and 3136 x 144 x 24 0.76x. */
+#define GK_AMX_TALL_MIN_M 16
+#define GK_AMX_TALL_MAX_K 48
+#define GK_AMX_TALL_MAX_N 512
+
+#define GK_QT_NAME gk_qgemm_u8s8_amx_tall
+#include "gk_qtall_zmm.inc"
+
 const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
     gk_qgemm_u8s8_amx_pack_a, gk_qgemm_u8s8_amx_pack_b, gk_qgemm_u8s8_amx_32x32_ukernel,
@@ -450,4 +465,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     GK_AMX_B_PANEL_PAD, /* b_panel_pad: see its definition */
     GK_AMX_KC_DEEP,
     gk_qgemm_u8s8_amx_column,
+    gk_qgemm_u8s8_amx_tall, GK_AMX_TALL_MIN_M, GK_AMX_TALL_MAX_K, GK_AMX_TALL_MAX_N, 0,
 };

@@ -398,6 +398,11 @@ static void gk_qgemm_u8s8_avx512vnni_8x32_ukernel(int mr_valid, int nr_valid, in
 #define GK_SMQ_NAME gk_qgemm_u8s8_avx512vnni_smallm
 #include "gk_qsmallm_quad.inc"
 
+/* ---------------------------------------------------------------- tall */
+
+#define GK_QT_NAME gk_qgemm_u8s8_avx512vnni_tall
+#include "gk_qtall_zmm.inc"
+
 const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     "avx512vnni", GK_AVX512VNNI_MR, GK_AVX512VNNI_NR, 4, 1, 1,
     gk_qgemm_u8s8_avx512vnni_pack_a, gk_qgemm_u8s8_avx512vnni_pack_b,
@@ -407,4 +412,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     1,          /* packed_min_m: partial tiles compute only their rows */
     GK_X86_SMALLM_WIDE_MAX, /* smallm_wide_max: the staged small-M path */
     GK_AVX512VNNI_B_PANEL_PAD, /* b_panel_pad: see its definition */
+    0,    /* kc_deep: kc throughout */
+    NULL, /* ucolumn: one ukernel call per tile */
+    gk_qgemm_u8s8_avx512vnni_tall, GK_X86_TALL_MIN_M, GK_X86_TALL_MAX_K, GK_X86_TALL_MAX_N, 0,
 };
