@@ -157,10 +157,7 @@ static int uses_smallm(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, c
 
 static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p);
 
-/* Whether run_one takes kern's tall route for p (gk_qgemm_tall_fn): many rows against a
- * small B, A's rows contiguous and all of A one strided matrix, B not pre-packed (the
- * route packs its small B itself, so a batch's or pack_b's cache is not filled or read
- * there). */
+/* gk_qgemm_set_tall_mode's setting: 1 (the families' limits) unless a test changes it. */
 static volatile int tall_mode = 1;
 
 int gk_qgemm_set_tall_mode(int mode)
@@ -170,6 +167,10 @@ int gk_qgemm_set_tall_mode(int mode)
     return old;
 }
 
+/* Whether run_one takes kern's tall route for p (gk_qgemm_tall_fn): many rows against a
+ * small B, A's rows contiguous and all of A one strided matrix, B not pre-packed (the
+ * route packs its small B itself, so a batch's or pack_b's cache is not filled or read
+ * there). */
 static int uses_tall(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const rowmap *rm,
                      const bcache *bc)
 {
