@@ -1,12 +1,13 @@
-"""The int8 tall route (many rows against a small B, A read in place: gk_qgemm_tall_fn,
-gk_qtall_zmm.inc) against the oracle and against the packed path, on every int8 path.
+"""The int8 tall route (many rows against a small B, A read in place: gk_qgemm_tall_fn;
+gk_qtall_zmm.inc's vpdpbusd variant on avx512vnni and amx, amx's tile variant past K = 48)
+against the oracle and against the packed path, on every int8 path.
 
 The route is forced on (mode 2: every shape where A's rows are contiguous) and off (mode
 0) through gemmkit._core._qgemm_tall_mode, so its row blocks (12 / 8 / 5 / 4 rows by
-strip width) and their tails, depth tails (K % 4), column strips of 1..4 vectors and
-their tails, every sign mix, zero-point and scale layout and output type are covered at
-small sizes; families without the route run the packed path in both modes (the results
-must match all the same).
+strip width; 32 for the tiles) and their tails, depth tails (K % 4, K % 64), column
+strips of 1..4 vectors and their tails, every sign mix, zero-point and scale layout and
+output type are covered at small sizes; families without the route run the packed path
+in both modes (the results must match all the same).
 """
 from __future__ import annotations
 
@@ -49,11 +50,12 @@ def _both(tall_mode, fn):
     return on
 
 
-# rows: the 12-row blocks (one 16-column vector), 8 (two), 5 (three), 4 (four) and their
-# tails; depths with every K % 4 and a deep one; columns across 1..4 vectors, strips and
-# their tails
+# rows: the vpdpbusd variant's 12-row blocks (one 16-column vector), 8 (two), 5 (three),
+# 4 (four) and the tile variant's 32-row blocks (amx, K > 48), and their tails; depths
+# with every K % 4, whole and partial 64-deep tile chunks, a deep one; columns across 1..4
+# vectors, strips / 32-column panels and their tails
 ROWS = [1, 4, 5, 7, 12, 13, 25, 64, 131]
-DEPTHS = [1, 2, 3, 4, 5, 27, 32, 63, 100, 300]
+DEPTHS = [1, 2, 3, 4, 5, 27, 32, 49, 63, 64, 65, 100, 128, 300]
 COLS = [1, 15, 16, 17, 40, 48, 64, 65, 100, 200]
 
 
@@ -138,7 +140,7 @@ def test_tall_reads_nothing_past_a(isa, tall_mode):
     addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
     rng = np.random.default_rng(11)
     try:
-        for (m, k) in [(13, 27), (100, 3), (64, 33)]:
+        for (m, k) in [(13, 27), (100, 3), (64, 33), (40, 100), (37, 64), (31, 130)]:
             whole = np.frombuffer(buf, np.uint8, count=page)
             a = whole[page - m * k:].reshape(m, k)
             a[...] = rand_int8(rng, (m, k), U8)

@@ -223,11 +223,11 @@ typedef struct gk_qgemm_kernel {
      * entry that leaves it out: one ukernel call per tile. */
     gk_qgemm_ucolumn_fn ucolumn;
     /* The tall route (gk_qgemm_tall_fn; NULL, as in a table entry that leaves it out:
-     * none) and where the driver takes it: at least tall_min_m rows, k <= tall_max_k,
-     * n <= tall_max_n, k * n <= tall_max_kn (0: no such limit), A's rows contiguous
-     * (a_cs == 1) and B not pre-packed (gk_qgemm_set_tall_mode overrides the limits). */
+     * none) and the family's rule for it (1: the route beats packing an m x k x n
+     * product).  The driver takes it where tall_takes says so, A's rows are contiguous
+     * (a_cs == 1) and B is not pre-packed (gk_qgemm_set_tall_mode overrides the rule). */
     gk_qgemm_tall_fn tall;
-    int tall_min_m, tall_max_k, tall_max_n, tall_max_kn;
+    int (*tall_takes)(int m, int k, int n);
 } gk_qgemm_kernel;
 
 /* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */

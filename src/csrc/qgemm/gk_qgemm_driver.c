@@ -178,9 +178,7 @@ static int uses_tall(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     if (kern->tall == NULL || mode == 0 || p->a_cs != 1 || (rm != NULL && rm->a_seg) ||
         bcache_use(bc, p) != BC_NONE)
         return 0;
-    return mode == 2 || (p->m >= kern->tall_min_m && p->k <= kern->tall_max_k &&
-                         p->n <= kern->tall_max_n &&
-                         (kern->tall_max_kn == 0 || (double)p->k * p->n <= kern->tall_max_kn));
+    return mode == 2 || (kern->tall_takes != NULL && kern->tall_takes(p->m, p->k, p->n));
 }
 
 /* 1 when the n >= 1 values are one value (a per-tensor zero point, expanded). */

@@ -442,18 +442,154 @@ static void gk_qgemm_u8s8_amx_column(int mc, int nr_valid, int kp, const void *a
 
 /* ---------------------------------------------------------------- tall */
 
-/* Where the tall route (vpdpbusd on A in place) beats the tile unit on packed panels:
- * shallow products, whose 64-deep tile steps are mostly padding and whose packing of A is
- * most of the packed path.  Sapphire Rapids, one thread, in one process (packed / tall):
- * 12544 x 32 x 16 2.0x, 12544 x 27 x 32 1.54x, 12544 x 3 x 16 2.8x, 3136 x 32 x 512 1.21x,
- * 3136 x 48 x 256 1.06x, 32 x 27 x 32 1.7x, 16 x 32 x 64 1.4x; but K = 64: 3136 x 64 x 32
- * 0.95x, x 64 0.84x, and 3136 x 144 x 24 0.76x. */
-#define GK_AMX_TALL_MIN_M 16
-#define GK_AMX_TALL_MAX_K 48
-#define GK_AMX_TALL_MAX_N 512
+/* The tall route's vpdpbusd variant runs up to this depth (the tiles' 64-deep steps
+ * would be mostly padding), its tile variant beyond. */
+#define GK_AMX_TALL_VNNI_K 48
 
-#define GK_QT_NAME gk_qgemm_u8s8_amx_tall
+#define GK_QT_NAME gk_qgemm_u8s8_amx_tall_vnni
 #include "gk_qtall_zmm.inc"
+
+/* The tall route's tile variant, for depths past GK_AMX_TALL_VNNI_K: A's tiles are loaded
+ * straight from A (16 rows x 64 depth bytes, A's own row stride) against B packed once
+ * in the family's panels (32 columns, kp deep: one panel is at most 32 KB, in L1), 2 x 2
+ * accumulator tiles per 32-row block and 32-column panel.  Nothing past a row's k bytes
+ * or past A's last row is loaded: the last, partial 64-deep chunk of a block (K % 64) and
+ * the last, partial block of rows (M % 32) come from a zero-padded copy (tb, ta), whose
+ * padding meets B's zero padding or lands in rows nobody stores.  u8 A runs tdpbusd;
+ * s8 A (a_xor 0x80: the canonical a' = a + 128) runs tdpbssd on A as it is and adds the
+ * 128 * colsum(b') the offset owes to every sum before the epilogue.  Packing A was
+ * 56% of 3136 x 512 x 32 on the packed path (A read once from L3 by the packer, written,
+ * read again by the tiles). */
+static int gk_amx_tall_tiles(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, uint8_t a_xor,
+                             const uint8_t *b, ptrdiff_t b_rs, ptrdiff_t b_cs, uint8_t b_xor,
+                             int32_t *rowsum, const gk_qepi *e0)
+{
+    const int kp = gk_x86_round_up(k, GK_AMX_KS), nkf = k / GK_AMX_KS, kt = k % GK_AMX_KS;
+    const int np = (n + GK_AMX_NR - 1) / GK_AMX_NR, mf = m / GK_AMX_MR * GK_AMX_MR;
+    const size_t pstride = (size_t)GK_AMX_NR * (size_t)kp + GK_AMX_B_PANEL_PAD;
+    const size_t bbytes = gk_round64((size_t)np * pstride), cbytes = gk_round64((size_t)np * GK_AMX_NR * 4);
+    /* ta: the last rows (m - mf of them, zero rows after) x kp; tb: one block's tail chunk */
+    const size_t tabytes = mf < m ? (size_t)GK_AMX_MR * (size_t)kp : 0;
+    unsigned char *mem = (unsigned char *)gk_scratch_alloc(bbytes + 2 * cbytes + tabytes);
+    if (!mem)
+        return -1;
+    uint8_t *bp = mem;
+    int32_t *colsum = (int32_t *)(mem + bbytes), *colcorr = (int32_t *)(mem + bbytes + cbytes);
+    uint8_t *ta = mem + bbytes + 2 * cbytes;
+    gk_qgemm_u8s8_amx_pack_b(k, n, b, b_rs, b_cs, b_xor, bp, colsum);
+
+    gk_qepi e = *e0;
+    e.part_mode = GK_QPART_NONE;
+    e.row_corr = e.col_corr = NULL;
+    e.a_rowsum = rowsum;
+    e.b_colcorr = colcorr;
+    int need_rs = 0;
+    for (int j = 0; j < n; j++) {
+        colcorr[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)e.b_zp[j]);
+        need_rs |= e.b_zp[j] != 0;
+    }
+    if (need_rs || !gk_x86_epi_vector_ok(&e))
+        gk_qt_rowsums(m, k, a, a_rs, a_xor, rowsum);
+    else
+        memset(rowsum, 0, (size_t)m * sizeof *rowsum); /* read, times zb == 0 */
+    if (mf < m) { /* the last rows, zero-padded to a whole block and to kp */
+        memset(ta, 0, tabytes);
+        for (int i = mf; i < m; i++)
+            memcpy(ta + (size_t)(i - mf) * kp, a + (ptrdiff_t)i * a_rs, (size_t)k);
+    }
+
+    GK_ALIGNED(64) int32_t t[GK_AMX_MR * GK_AMX_NR];
+    GK_ALIGNED(64) uint8_t tb[GK_AMX_MR * GK_AMX_KS]; /* a block's tail chunk, 64-byte rows */
+    _tile_loadconfig(&gk_amx_cfg_16x64);
+    for (int i0 = 0; i0 < m; i0 += GK_AMX_MR) {
+        const int full = i0 < mf, mv = full ? GK_AMX_MR : m - mf;
+        const uint8_t *ab = full ? a + (ptrdiff_t)i0 * a_rs : ta;
+        const ptrdiff_t ars = full ? a_rs : kp;
+        if (kt) { /* the tail chunk of this block's rows (those past mv stay zero) */
+            const __mmask64 tm = ((__mmask64)1 << kt) - 1;
+            for (int r = 0; r < GK_AMX_MR; r++) {
+                const __m512i v = r < mv ? _mm512_maskz_loadu_epi8(tm, ab + (ptrdiff_t)r * ars + (ptrdiff_t)nkf * GK_AMX_KS)
+                                         : _mm512_setzero_si512();
+                _mm512_store_si512((void *)(tb + r * GK_AMX_KS), v);
+            }
+        }
+        for (int pnl = 0; pnl < np; pnl++) {
+            const uint8_t *pb = bp + (size_t)pnl * pstride;
+            const int n0 = pnl * GK_AMX_NR, nv = n - n0 < GK_AMX_NR ? n - n0 : GK_AMX_NR;
+            GK_AMX_ACC_ZERO();
+            for (int c = 0; c <= nkf; c++, pb += GK_AMX_BBLK) {
+                const uint8_t *a0;
+                ptrdiff_t s;
+                if (c < nkf) {
+                    a0 = ab + (ptrdiff_t)c * GK_AMX_KS;
+                    s = ars;
+                } else if (kt) {
+                    a0 = tb;
+                    s = GK_AMX_KS;
+                } else {
+                    break;
+                }
+                GK_TILE_LOADD(0, a0, s);
+                GK_TILE_LOADD(1, a0 + 16 * s, s);
+                GK_TILE_LOADD(2, pb, 2 * GK_AMX_KS);
+                GK_TILE_LOADD(3, pb + GK_AMX_KS, 2 * GK_AMX_KS);
+                if (a_xor) {
+                    _tile_dpbssd(4, 0, 2);
+                    _tile_dpbssd(5, 0, 3);
+                    _tile_dpbssd(6, 1, 2);
+                    _tile_dpbssd(7, 1, 3);
+                } else {
+                    _tile_dpbusd(4, 0, 2);
+                    _tile_dpbusd(5, 0, 3);
+                    _tile_dpbusd(6, 1, 2);
+                    _tile_dpbusd(7, 1, 3);
+                }
+            }
+            GK_AMX_ACC_STORE(t, GK_AMX_NR);
+            if (a_xor) { /* dot(a', b') = dot(a, b') + 128 colsum(b') */
+                const __mmask16 k0 = gk_qepi_zmm_mask(nv), k1 = gk_qepi_zmm_mask(nv - 16);
+                const __m512i f0 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k0, colsum + n0), 7);
+                const __m512i f1 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k1, colsum + n0 + 16), 7);
+                for (int r = 0; r < mv; r++) {
+                    __m512i *tr = (__m512i *)(t + r * GK_AMX_NR);
+                    tr[0] = _mm512_add_epi32(tr[0], f0);
+                    tr[1] = _mm512_add_epi32(tr[1], f1);
+                }
+            }
+            gk_qgemm_u8s8_amx_tile_epilogue(&e, i0, n0, mv, nv, t, 0);
+        }
+    }
+    _tile_release();
+    _mm_sfence(); /* the epilogue's non-temporal stores */
+    gk_scratch_free(mem);
+    return 0;
+}
+
+/* Where the tall route beats the packed tiles (Sapphire Rapids, one thread, in one
+ * process, packed / tall):
+ *   vpdpbusd variant, K <= 48: 12544 x 32 x 16 2.0x, 12544 x 27 x 32 1.54x, 12544 x 3 x 16
+ *     2.8x, 3136 x 32 x 512 1.21x, 3136 x 48 x 256 1.06x, 32 x 27 x 32 1.7x;
+ *   tile variant: 3136 x 512 x 32 1.57x, 3136 x 2048 x 32 2.1x, 4096 x 4096 x 64 1.67x,
+ *     3136 x 144 x 24 1.42x, 784 x 192 x 64 1.27x, 64^3 1.24x, 3136 x 128 x 128 1.17x;
+ *     but with more columns A is read again per 32-column panel: 3136 x 512 x 128
+ *     0.98x, 1024 x 1024 x 128 0.89x, 128 x 768 x 768 0.73x. */
+static int gk_qgemm_u8s8_amx_tall_takes(int m, int k, int n)
+{
+    if (m < 16)
+        return 0;
+    return k <= GK_AMX_TALL_VNNI_K ? n <= 512 : n <= 64 || (n <= 128 && k <= 256);
+}
+
+/* The family's tall route: vpdpbusd with A broadcast in place up to GK_AMX_TALL_VNNI_K
+ * deep (there 64-deep tile steps are mostly padding), A's tiles loaded in place beyond. */
+static int gk_qgemm_u8s8_amx_tall(int m, int n, int k, const uint8_t *a, ptrdiff_t a_rs, uint8_t a_xor,
+                                  const uint8_t *b, ptrdiff_t b_rs, ptrdiff_t b_cs, uint8_t b_xor,
+                                  int32_t *rowsum, const gk_qepi *e)
+{
+    if (k <= GK_AMX_TALL_VNNI_K)
+        return gk_qgemm_u8s8_amx_tall_vnni(m, n, k, a, a_rs, a_xor, b, b_rs, b_cs, b_xor, rowsum, e);
+    return gk_amx_tall_tiles(m, n, k, a, a_rs, a_xor, b, b_rs, b_cs, b_xor, rowsum, e);
+}
 
 const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     "amx", GK_AMX_MR, GK_AMX_NR, GK_AMX_KS, 1, 1,
@@ -465,5 +601,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_amx = {
     GK_AMX_B_PANEL_PAD, /* b_panel_pad: see its definition */
     GK_AMX_KC_DEEP,
     gk_qgemm_u8s8_amx_column,
-    gk_qgemm_u8s8_amx_tall, GK_AMX_TALL_MIN_M, GK_AMX_TALL_MAX_K, GK_AMX_TALL_MAX_N, 0,
+    gk_qgemm_u8s8_amx_tall, gk_qgemm_u8s8_amx_tall_takes,
 };

@@ -414,5 +414,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     GK_AVX512VNNI_B_PANEL_PAD, /* b_panel_pad: see its definition */
     0,    /* kc_deep: kc throughout */
     NULL, /* ucolumn: one ukernel call per tile */
-    gk_qgemm_u8s8_avx512vnni_tall, GK_X86_TALL_MIN_M, GK_X86_TALL_MAX_K, GK_X86_TALL_MAX_N, 0,
+    gk_qgemm_u8s8_avx512vnni_tall, gk_x86_tall_takes_vnni,
 };

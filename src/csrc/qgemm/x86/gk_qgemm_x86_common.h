@@ -119,14 +119,15 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
  * 1.10x, 32 1.07x; but M = 24 at K = N = 256 0.84x). */
 #define GK_X86_SMALLM_WIDE_MAX 32
 
-/* Where the tall route (gk_qtall_zmm.inc) beats the packed path on avx512vnni: from this
- * many rows, up to this depth and these columns.  Sapphire Rapids, one thread, in one
- * process (packed / tall): 12544 x 32 x 16 2.2x, 12544 x 27 x 32 2.6x, 3136 x 144 x 24
- * 1.56x, 784 x 192 x 64 1.17x, 784 x 1024 x 64 1.26x, 3136 x 512 x 32 1.55x, 128 x 512 x
- * 128 1.0x; outside: 64^3 0.90x, 64 x 256 x 256 0.86x, 1024 x 1024 x 256 0.90x. */
-#define GK_X86_TALL_MIN_M 128
-#define GK_X86_TALL_MAX_K 1024
-#define GK_X86_TALL_MAX_N 128
+/* Where the tall route (gk_qtall_zmm.inc) beats the packed path on avx512vnni: from 128
+ * rows, up to 1024 deep and 128 columns.  Sapphire Rapids, one thread, in one process
+ * (packed / tall): 12544 x 32 x 16 2.2x, 12544 x 27 x 32 2.6x, 3136 x 144 x 24 1.56x, 784
+ * x 192 x 64 1.17x, 784 x 1024 x 64 1.26x, 3136 x 512 x 32 1.55x, 128 x 512 x 128 1.0x;
+ * outside: 64^3 0.90x, 64 x 256 x 256 0.86x, 1024 x 1024 x 256 0.90x. */
+static inline int gk_x86_tall_takes_vnni(int m, int k, int n)
+{
+    return m >= 128 && k <= 1024 && n <= 128;
+}
 
 /* The int32 accumulator rows of the small-M paths: rows x nc_max columns, nc_max a
  * multiple of w.  Wide enough that B is read in long runs per row: a chunk of a few
