@@ -141,7 +141,8 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *
  * Block sizes at run time: a family with cache_blocks != 0 has its mc/kc/nc computed by
  * gk_gemm_blocking() from the caches this CPU reports (gk_cpu_caches(): KC so that a B
- * micro-panel fills up to twice L1, at most 512 deep, MC x KC in about half of L2, KC x NC in a quarter of the
+ * micro-panel fills up to twice L1, at most 512 deep -- four times L1 and 1024 deep where
+ * L2 is 2 MB or more --, MC x KC in about half of L2, KC x NC in a quarter of the
  * LLC); its struct's mc/kc/nc are then the fallback for a cache size the CPU does not
  * report (0: ARM64, unknown CPUs).  cache_blocks == 2: only mc and nc come from the
  * caches, kc is the struct's (a family whose best depth is not set by L1: bfloat16 on

@@ -26,7 +26,6 @@
 #define GK_BCAST "vbroadcastsd"
 #define GK_XOR "vpxord"
 #define GK_ZMM 1
-#define GK_EMB "%{1to8%}"
 #define GK_WITH_ROUNDED 0
 #define GK_VEC __m512d
 #define GK_VLOAD(p) _mm512_loadu_pd(p)
