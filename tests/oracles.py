@@ -297,6 +297,27 @@ def qlinear_matmul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
                   _squeeze(yz_b, sq_m, sq_n))
 
 
+def qlinear_f8_sequential(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+    """The float8-input path's exact result (DESIGN.md §2 in float32, each step rounded):
+    real = (float(q) - float(zp)) * scale, each output's sum from +0 one product at a time
+    in increasing k, x = acc / y_scale, then the output cast.  Per-row a / per-column b
+    parameters as 1-d arrays (np.full them for per-tensor ones)."""
+    f = np.float32
+    ra = (a.astype(f) - a_zp.astype(f)[:, None]) * a_scale.astype(f)[:, None]
+    rb = (b.astype(f) - b_zp.astype(f)[None, :]) * b_scale.astype(f)[None, :]
+    acc = np.zeros((a.shape[0], b.shape[1]), f)
+    with np.errstate(all="ignore"):
+        for k in range(a.shape[1]):
+            acc = acc + ra[:, k:k + 1] * rb[k:k + 1, :]
+        x = acc / f(y_scale)
+        if is_float8(y_zp.dtype):
+            xz = (x + np.asarray(y_zp).astype(f)).astype(np.float64)
+            return encode_f8_saturate(xz, y_zp.dtype).view(y_zp.dtype)
+        lo, hi = _int_range(y_zp.dtype)
+        r = np.where(np.isnan(x), 0.0, np.rint(x.astype(np.float64))) + float(y_zp)
+        return np.clip(r, lo, hi).astype(y_zp.dtype)
+
+
 def encode_output(x, y_dt, y_zp_b=None):
     """Monotone output map used for tolerance checks: int8/uint8: saturate(rint(x)+zp);
     float8: saturating encode (x already includes the zero point)."""

@@ -636,26 +636,6 @@ def test_larger_matrices_exercise_blocking(isa):
     run_and_check((a, a_scale, a_zp, b, b_scale, b_zp, y_scale, np.uint8(128)))
 
 
-def _f8_sequential(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
-    """The float8-input path's exact result (DESIGN.md §2 in float32, each step rounded):
-    real = (float(q) - float(zp)) * scale, each output's sum from +0 one product at a time
-    in increasing k, x = acc / y_scale, then the output cast."""
-    f = np.float32
-    ra = (a.astype(f) - a_zp.astype(f)[:, None]) * a_scale.astype(f)[:, None]
-    rb = (b.astype(f) - b_zp.astype(f)[None, :]) * b_scale.astype(f)[None, :]
-    acc = np.zeros((a.shape[0], b.shape[1]), f)
-    with np.errstate(all="ignore"):
-        for k in range(a.shape[1]):
-            acc = acc + ra[:, k:k + 1] * rb[k:k + 1, :]
-        x = acc / f(y_scale)
-        if o.is_float8(y_zp.dtype):
-            xz = (x + np.asarray(y_zp).astype(f)).astype(np.float64)
-            return o.encode_f8_saturate(xz, y_zp.dtype).view(y_zp.dtype)
-        lo, hi = o._int_range(y_zp.dtype)
-        r = np.where(np.isnan(x), 0.0, np.rint(x.astype(np.float64))) + float(y_zp)
-        return np.clip(r, lo, hi).astype(y_zp.dtype)
-
-
 @pytest.mark.parametrize("ydt", [E4M3FN, S8], ids=lambda d: d.name)
 def test_float8_inputs_around_the_gemm_blocking(ydt):
     """float8 a or b runs on the float32 Gemm family: shapes around its block sizes (K
@@ -679,7 +659,7 @@ def test_float8_inputs_around_the_gemm_blocking(ydt):
         args = (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp)
         got = run_and_check(args)
         if fam["isa"] == "scalar":
-            want = _f8_sequential(*args)
+            want = o.qlinear_f8_sequential(*args)
             assert np.array_equal(o.canonical_f8_codes(got) if o.is_float8(ydt) else got,
                                   o.canonical_f8_codes(want) if o.is_float8(ydt) else want), \
                 (M, N, K, adt, bdt)

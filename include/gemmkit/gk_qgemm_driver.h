@@ -111,6 +111,13 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
  * on every shape; between calls only. */
 int gk_qgemm_set_tall_mode(int mode);
 
+/* Where QLinearMatMul's float path (float8 a or b) runs the f32 family's FMA micro-kernel
+ * instead of its separately rounded one: 1 where every product is exact, so both give the
+ * same bits (the default), 0 never, 2 always (not the definition's result: for tests,
+ * to show that their inputs tell the two apart).  Returns the previous mode.  For tests;
+ * between calls only. */
+int gk_qlinear_f8_set_fma_mode(int mode);
+
 /* Pre-packed B (gemmkit.pack_b): all of a k x n B, packed once for family kern in the
  * layout its packed path reads (depth blocks of nr-column panels, then the n column
  * sums).  gk_qgemm_packed_b_size: bytes of that block (64-byte aligned), 0 where no

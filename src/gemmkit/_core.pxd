@@ -136,6 +136,7 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         GK_QGEMM_KCHUNK
     int gk_qgemm_kc(const gk_qgemm_kernel *kern)
     int gk_qgemm_set_tall_mode(int mode)
+    int gk_qlinear_f8_set_fma_mode(int mode)
     ctypedef struct gk_qgemm_blocking:
         int kcb, nblk, mc, nc, ms
     void gk_qgemm_blocking_of(const gk_qgemm_kernel *kern, int m, int n, int k, int may_deepen,
@@ -194,6 +195,7 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int min_rows, min_depth
         Py_ssize_t min_macs
         void *check_packed
+        void *ukernel_rounded
     int gk_gemm_set_size_rules(int on)
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)

@@ -45,9 +45,10 @@ def _gemm_family_info(dtype):
     blocks, M beyond mc in row blocks, N beyond nc in column stripes), "kc_sub" (0, or the
     depth of the sub-blocks a K block runs in), "kc_thin" (0, or its own K block of thin
     products), the size rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
-    a shallower K or fewer multiply-adds run on the fallback; 0: none) and "fallback":
-    the isa of the family that runs the calls this one declines (None: it takes every
-    call).  For tests and benchmarks that shape problems around the blocking."""
+    a shallower K or fewer multiply-adds run on the fallback; 0: none), "fused" (its
+    micro-kernel fuses multiply and add and it brings a separately rounded one too) and
+    "fallback": the isa of the family that runs the calls this one declines (None: it
+    takes every call).  For tests and benchmarks that shape problems around the blocking."""
     cdef cnp.ndarray x = np.empty(0, dtype)
     cdef int dt = _gemm_dtype(x)
     cdef const gk_gemm_kernel *k
@@ -64,7 +65,7 @@ def _gemm_family_info(dtype):
             "level": gk_isa_level_name(gk_gemm_kernel_level(k)).decode("ascii"),
             "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc, "kc_sub": k.kc_sub,
             "kc_thin": k.kc_thin, "min_rows": k.min_rows, "min_depth": k.min_depth,
-            "min_macs": k.min_macs,
+            "min_macs": k.min_macs, "fused": k.ukernel_rounded != NULL,
             "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}
 
 

@@ -21,6 +21,15 @@ def _qgemm_tall_mode(int mode):
     return gk_qgemm_set_tall_mode(mode)
 
 
+def _qlinear_f8_fma_mode(int mode):
+    """Whether QLinearMatMul with a float8 operand runs the float32 family's FMA
+    micro-kernel where every product is exact (1, the default), never (0: always its
+    separately rounded one) or always (2: not the definition's result where a product is
+    inexact); returns the previous mode.  For tests, which compare them; between calls
+    only."""
+    return gk_qlinear_f8_set_fma_mode(mode)
+
+
 # int32 outputs of at least this many elements are allocated 64-byte aligned: kernels
 # may then write whole cache lines without reading them first (non-temporal stores),
 # which NumPy's 16-byte-aligned allocations rule out.

@@ -12,6 +12,7 @@
  * workspace in increasing k -- is the Gemm engine's, so this path gets every f32 SIMD
  * kernel (and thread split) the engine gets.  Results do not depend on the block sizes:
  * every output's sum runs k = 0, 1, ..., K-1 from +0, one product at a time. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -44,7 +45,29 @@ typedef struct qside {
     int per_tensor;          /* zero point and scale the same everywhere: deq is used */
     int f8_fmt;              /* float8 operand: its enum gk_fp8_format, else -1 */
     float deq[256];          /* per_tensor: (float(q) - float(zp)) * scale for each code */
+    /* per_tensor: over the finite non-zero deq[] values, the most significant bits any
+     * has (25: one is subnormal) and the least and greatest magnitude (no such value:
+     * bits 0, lo = hi = 0) -- what exact_products() needs */
+    int bits;
+    float lo, hi;
 } qside;
+
+/* Significant bits of a finite non-zero float: 24 less the trailing zeros of its 24-bit
+ * significand; 25 for a subnormal (no exactness argument is made for those). */
+static int sig_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0)
+        return 25;
+    uint32_t m = (u & 0x7fffffu) | 0x800000u;
+    int tz = 0;
+    while (!(m & 1u)) {
+        m >>= 1;
+        tz++;
+    }
+    return 24 - tz;
+}
 
 static void qside_init(qside *s, int type, const uint8_t *zp, ptrdiff_t zp_stride,
                        const float *scale, ptrdiff_t scale_stride)
@@ -65,9 +88,40 @@ static void qside_init(qside *s, int type, const uint8_t *zp, ptrdiff_t zp_strid
     if (s->per_tensor) {
         const float z = zp ? s->value[*zp] : 0.0f, sc = scale[0];
         /* the same two float32 operations as the per-element form: identical bits */
-        for (int v = 0; v < 256; v++)
-            s->deq[v] = (s->value[v] - z) * sc;
+        s->bits = 0;
+        s->lo = s->hi = 0.0f;
+        for (int v = 0; v < 256; v++) {
+            const float d = (s->value[v] - z) * sc, m = fabsf(d);
+            s->deq[v] = d;
+            if (m == 0.0f || !(m <= FLT_MAX)) /* zero, inf, NaN */
+                continue;
+            const int b = sig_bits(d);
+            s->bits = b > s->bits ? b : s->bits;
+            s->lo = s->lo == 0.0f || m < s->lo ? m : s->lo;
+            s->hi = m > s->hi ? m : s->hi;
+        }
     }
+}
+
+/* Whether every product real_a * real_b of these operands is exact in float32, so that
+ * a fused multiply-add rounds each step exactly as the definition's product-then-add
+ * does (fl(p + c) with p exact) and the family's FMA micro-kernel gives the same bits as
+ * its rounded one at twice its rate.  Per-tensor parameters only (the codes' values are
+ * all in deq[]): the significands of two finite non-zero values of at most p and q
+ * bits multiply to at most p + q <= 24 bits, and the magnitudes keep every such product
+ * normal (>= FLT_MIN) and finite (<= FLT_MAX).  Zero, infinite and NaN values give the
+ * same product either way (+-0, +-inf, NaN are exact), and their sums follow the same
+ * IEEE rules in both forms.  Typical for float8 with power-of-two scales and zero points
+ * 0 (4 + 4 bits for e4m3, 8 + 4 for uint8 x e4m3); a scale such as 0.0123 gives 24-bit
+ * values and keeps the rounded kernel. */
+static int exact_products(const qside *a, const qside *b)
+{
+    if (!a->per_tensor || !b->per_tensor)
+        return 0;
+    if (a->hi == 0.0f || b->hi == 0.0f) /* every product is a zero, inf or NaN one */
+        return 1;
+    return a->bits + b->bits <= 24 && (double)a->lo * (double)b->lo >= (double)FLT_MIN &&
+           (double)a->hi * (double)b->hi <= (double)FLT_MAX;
 }
 
 /* zero point (as a float) and scale of row / column r */
@@ -235,6 +289,14 @@ static void epilogue_q(const void *ctx, ptrdiff_t m0, ptrdiff_t n0, int rows, in
     }
 }
 
+static int gk_qlinear_f8_fma_mode = 1; /* gk_qlinear_f8_set_fma_mode */
+int gk_qlinear_f8_set_fma_mode(int mode)
+{
+    const int old = gk_qlinear_f8_fma_mode;
+    gk_qlinear_f8_fma_mode = mode;
+    return old;
+}
+
 int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
 {
     const gk_gemm_kernel *fam = gk_gemm_kernel_for(GK_DT_F32);
@@ -246,12 +308,15 @@ int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
     if (fam == NULL || fam->acc != GK_ACC_F32)
         return -1;
     /* the definition rounds every product: a family whose ukernel fuses multiply and add
-     * (FMA) brings a separately rounded variant, run here (same panels, same blocking) */
-    kbuf = *fam;
-    if (fam->ukernel_rounded != NULL)
-        kbuf.ukernel = fam->ukernel_rounded;
+     * (FMA) brings a separately rounded variant, run here (same panels, same blocking),
+     * unless every product is exact (exact_products) */
     qside_init(&qa, p->a_type, p->a_zp, p->a_zp_rs, p->a_scale, p->as_rs);
     qside_init(&qb, p->b_type, p->b_zp, p->b_zp_cs, p->b_scale, p->bs_cs);
+    kbuf = *fam;
+    const int fma = gk_qlinear_f8_fma_mode == 2 ||
+                    (gk_qlinear_f8_fma_mode == 1 && exact_products(&qa, &qb));
+    if (fam->ukernel_rounded != NULL && !fma)
+        kbuf.ukernel = fam->ukernel_rounded;
     plan.m = p->m;
     plan.n = p->n;
     plan.k = p->k;
