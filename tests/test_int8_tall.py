@@ -1,13 +1,15 @@
 """The int8 tall route (many rows against a small B, A read in place: gk_qgemm_tall_fn;
-gk_qtall_zmm.inc's vpdpbusd variant on avx512vnni and amx, amx's tile variant past K = 48)
-against the oracle and against the packed path, on every int8 path.
+gk_qtall_zmm.inc's vpdpbusd variant on avx512vnni and amx, amx's tile variant past K = 48,
+gk_qtall_pair.inc's vpmaddwd variant on avx2) against the oracle and against the packed
+path, on every int8 path.
 
 The route is forced on (mode 2: every shape where A's rows are contiguous) and off (mode
-0) through gemmkit._core._qgemm_tall_mode, so its row blocks (12 / 8 / 5 / 4 rows by
-strip width; 32 for the tiles) and their tails, depth tails (K % 4, K % 64), column
-strips of 1..4 vectors and their tails, every sign mix, zero-point and scale layout and
-output type are covered at small sizes; families without the route run the packed path
-in both modes (the results must match all the same).
+0) through gemmkit._core._qgemm_tall_mode, so its row blocks (zmm: 12 / 8 / 5 / 4 rows by
+strip width; avx2: 12 / 6 / 4 / 3; 32 for the tiles) and their tails, depth tails (K % 4,
+K % 64), column strips of 1..4 vectors (16 or 4 columns each) and their tails, every sign
+mix, zero-point and scale layout and output type are covered at small sizes; families
+without the route run the packed path in both modes (the results must match all the
+same).
 """
 from __future__ import annotations
 
@@ -51,12 +53,13 @@ def _both(tall_mode, fn):
 
 
 # rows: the vpdpbusd variant's 12-row blocks (one 16-column vector), 8 (two), 5 (three),
-# 4 (four) and the tile variant's 32-row blocks (amx, K > 48), and their tails; depths
-# with every K % 4, whole and partial 64-deep tile chunks, a deep one; columns across 1..4
-# vectors, strips / 32-column panels and their tails
+# 4 (four), the vpmaddwd variant's 12 / 6 / 4 / 3 (one to four 4-column vectors) and the
+# tile variant's 32-row blocks (amx, K > 48), and their tails; depths with every K % 4,
+# whole and partial 64-deep tile chunks, a deep one; columns across 1..4 vectors, strips /
+# 32-column panels and their tails
 ROWS = [1, 4, 5, 7, 12, 13, 25, 64, 131]
 DEPTHS = [1, 2, 3, 4, 5, 27, 32, 49, 63, 64, 65, 100, 128, 300]
-COLS = [1, 15, 16, 17, 40, 48, 64, 65, 100, 200]
+COLS = [1, 12, 15, 16, 17, 28, 40, 48, 64, 65, 100, 200]
 
 
 @pytest.mark.parametrize("adt,bdt", SIGN_COMBOS, ids=["u8u8", "u8s8", "s8u8", "s8s8"])

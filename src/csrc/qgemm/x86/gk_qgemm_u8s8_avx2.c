@@ -12,7 +12,8 @@
  *
  * Read top to bottom: the packers and micro-kernel (gk_qpack_pair.h, gk_qukernel_ymm.inc
  * with this family's k-loop, epilogue gk_qepi_x86.inc at 8 lanes), the small-M path
- * (gk_qsmallm_pair.inc), the family's table entry. */
+ * (gk_qsmallm_pair.inc), the tall route (gk_qtall_pair.inc: many rows against a small
+ * B, A read in place), the family's table entry. */
 #include <immintrin.h>
 
 #include "gk_qgemm_x86_common.h"
@@ -102,6 +103,11 @@
 #define GK_SMP_NAME gk_qgemm_u8s8_avx2_smallm
 #include "gk_qsmallm_pair.inc"
 
+/* ---------------------------------------------------------------- tall */
+
+#define GK_Q2_NAME gk_qgemm_u8s8_avx2_tall
+#include "gk_qtall_pair.inc"
+
 const gk_qgemm_kernel gk_qgemm_u8s8_avx2 = {
     "avx2", 4, 16, 2, 2, 2,
     gk_qgemm_u8s8_avx2_pack_a, gk_qgemm_u8s8_avx2_pack_b, gk_qgemm_u8s8_avx2_4x16_ukernel,
@@ -111,4 +117,7 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx2 = {
     0,          /* packed_min_m: the default */
     0,          /* smallm_wide_max: none */
     GK_AVX2_B_PANEL_PAD, /* b_panel_pad: see its definition */
+    0,    /* kc_deep: none */
+    NULL, /* ucolumn: none */
+    gk_qgemm_u8s8_avx2_tall, gk_x86_tall_takes_avx2,
 };

@@ -129,6 +129,21 @@ static inline int gk_x86_tall_takes_vnni(int m, int k, int n)
     return m >= 128 && k <= 1024 && n <= 128;
 }
 
+/* ... and on avx2 (gk_qtall_pair.inc), whose route pays a mask and a shift per row and
+ * depth group to widen A in place: from 256 rows, up to 1024 deep, where the packed path's
+ * 16-column tiles run partly empty (N <= 16, or not a multiple of 16 up to 96) or a K
+ * that is not a multiple of 4 pads every packed row (N <= 32).  The avx2 path forced on
+ * Sapphire Rapids, one thread, in one process (packed / tall): 12544 x 32 x 8 3.3x, 300 x
+ * 1000 x 8 1.75x, 3136 x 64 x 24 1.68x, 12544 x 27 x 16 1.59x, 3136 x 144 x 24 1.53x,
+ * 12544 x 27 x 32 1.39x, 784 x 1024 x 24 1.31x, 3136 x 144 x 40 1.19x, 3136 x 32 x 72
+ * 1.16x, 12544 x 32 x 16 1.09x; outside: 3136 x 32 x 32 0.96x, 3136 x 64 x 48 0.98x, 784 x
+ * 192 x 64 0.93x, 3136 x 144 x 96 0.92x, 128 x 256 x 32 0.99x. */
+static inline int gk_x86_tall_takes_avx2(int m, int k, int n)
+{
+    return m >= 256 && k <= 1024 &&
+           (n <= 16 || (n <= 96 && n % 16 != 0) || (n <= 32 && k % 4 != 0));
+}
+
 /* The int32 accumulator rows of the small-M paths: rows x nc_max columns, nc_max a
  * multiple of w.  Wide enough that B is read in long runs per row: a chunk of a few
  * hundred columns makes every pass a column strip over all K rows (one 4 KB page per
