@@ -552,10 +552,18 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     int32_t *row_corr = (int32_t *)(mem + corr_off);
     int32_t *col_corr = (int32_t *)(mem + corr_off + gk_round64((size_t)M * 4));
 
-    for (int i0 = 0, t = 0; i0 < M; i0 += rm->mi, t++)
-        for (int i = 0; i < rm->mi; i++)
-            za[i0 + i] = (p->a_zp ? load_q(p->a_zp + t * rm->azp + i * p->a_zp_rs, p->a_signed)
-                                  : 0) + a_shift;
+    /* one a zero point for every row (none, or per tensor and per matrix alike): a plain
+     * fill, which vectorizes (tall products of 12544 rows spent 7% of the call in the
+     * per-row loads) */
+    if (!p->a_zp || (p->a_zp_rs == 0 && (rm->azp == 0 || rm->mi == M))) {
+        const int32_t z0 = (p->a_zp ? load_q(p->a_zp, p->a_signed) : 0) + a_shift;
+        for (int i = 0; i < M; i++)
+            za[i] = z0;
+    } else {
+        for (int i0 = 0, t = 0; i0 < M; i0 += rm->mi, t++)
+            for (int i = 0; i < rm->mi; i++)
+                za[i0 + i] = load_q(p->a_zp + t * rm->azp + i * p->a_zp_rs, p->a_signed) + a_shift;
+    }
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
     /* za one value over the rows and zb one over the columns: the correction separates
