@@ -4,7 +4,7 @@
  * kernel files to link are chosen by the build script, the families are found through
  * the dispatch table.  For each family it runs a small reference driver (pack A, pack B,
  * one ukernel call per tile; also in depth blocks, with the partial-sum modes of
- * gk_qepi.part_mode) and the small-M path, on random and extreme data, odd
+ * gk_qepi.part_mode), the small-M path and the tall route, on random and extreme data, odd
  * shapes, deep K (including int32 wrap-around), every epilogue kind and multiplier /
  * y_zp stride pattern, and strided / negative-stride / broadcast sources; then compares
  * the outputs, the guard bytes around them and the packed row/column sums with the
@@ -254,6 +254,25 @@ static void run_smallm(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, 
     free(rowsum);
 }
 
+/* The family's tall route as the driver calls it (A's rows contiguous: a_cs == 1; it
+ * packs B and forms the row sums it needs itself).  Returns its status (0: done). */
+static int run_tall(const gk_qgemm_kernel *kr, int M, int N, int K, mat8 *A, uint8_t ax,
+                    mat8 *B, uint8_t bx, epi_cfg *c, void *y)
+{
+    int32_t *rowsum = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)M + 4);
+    memset(rowsum, 0xEE, sizeof(int32_t) * (size_t)M + 4); /* the route fills what it reads */
+    gk_qepi e;
+    memset(&e, 0, sizeof e);
+    e.kind = c->kind; e.a_zp = c->za; e.b_zp = c->zb;
+    e.mult = c->mult; e.mult_rs = c->mult_rs; e.mult_cs = c->mult_cs;
+    e.y_zp = c->yzp; e.yzp_rs = c->yzp_rs; e.yzp_cs = c->yzp_cs;
+    e.y = y; e.ldy = N + GUARD; e.k = K;
+    e.y_stream = (int32_t)(rnd() & 1);
+    int rc = kr->tall(M, N, K, A->p, A->rs, ax, B->p, B->rs, B->cs, bx, rowsum, &e);
+    free(rowsum);
+    return rc;
+}
+
 static const gk_qgemm_kernel *scalar_kernel;
 
 static void check(const char *isa, const char *what, int ok, int M, int N, int K, int la, int lb,
@@ -309,6 +328,11 @@ static void one_case(const gk_qgemm_kernel *kr, int M, int N, int K, int la, int
             check(kr->isa, "kblocks-colsum", memcmp(cs0, cs1, 4 * (size_t)N) == 0, M, N, K, la,
                   lb, &c, ax, bx);
         }
+    }
+    if (kr->tall && A.cs == 1) {
+        memset(y1, 0xCD, ysz);
+        check(kr->isa, "tall", run_tall(kr, M, N, K, &A, ax, &B, bx, &c, y1) == 0 &&
+                                   memcmp(y0, y1, ysz) == 0, M, N, K, la, lb, &c, ax, bx);
     }
     if (kr->smallm && B.cs == 1 && gk_qgemm_smallm_rows_ok(kr, M, K, N)) {
         memset(y1, 0xCD, ysz);
