@@ -478,17 +478,10 @@ static int gk_amx_tall_tiles(int m, int n, int k, const uint8_t *a, ptrdiff_t a_
     uint8_t *ta = mem + bbytes + 2 * cbytes;
     gk_qgemm_u8s8_amx_pack_b(k, n, b, b_rs, b_cs, b_xor, bp, colsum);
 
-    gk_qepi e = *e0;
-    e.part_mode = GK_QPART_NONE;
-    e.row_corr = e.col_corr = NULL;
-    e.a_rowsum = rowsum;
-    e.b_colcorr = colcorr;
-    int need_rs = 0;
-    for (int j = 0; j < n; j++) {
-        colcorr[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)e.b_zp[j]);
-        need_rs |= e.b_zp[j] != 0;
-    }
-    if (need_rs || !gk_x86_epi_vector_ok(&e))
+    gk_x86_tall_epi te;
+    gk_x86_tall_epi_init(e0, m, n, k, 0, rowsum, colsum, colcorr, &te);
+    const gk_qepi e = te.e;
+    if (te.need_rs || !te.vec_ok)
         gk_qt_rowsums(m, k, a, a_rs, a_xor, rowsum);
     else
         memset(rowsum, 0, (size_t)m * sizeof *rowsum); /* read, times zb == 0 */

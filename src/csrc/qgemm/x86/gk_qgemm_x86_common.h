@@ -109,6 +109,42 @@ static inline int gk_x86_epi_vector_ok(const gk_qepi *e)
     return (e->mult_cs == 0 || e->mult_cs == 1) && (e->yzp_cs == 0 || e->yzp_cs == 1);
 }
 
+/* What every tall route (gk_qgemm_tall_fn) runs its rows with: the epilogue e (e0's, with
+ * part_mode NONE, no separable correction, the route's own row sums and column
+ * corrections colcorr[j] = colsum[j] - k * zb[j], mod 2^32; colsum may be colcorr itself)
+ * and the flags of its shortcuts: need_rs (some zb != 0: the row sums are read), zb_uni
+ * (one zb over the columns, zb0), za_uni (one za over the rows; only with want_za, else 0:
+ * a pass over the rows a route without that shortcut does not pay), vec_ok
+ * (gk_x86_epi_vector_ok).  m, n >= 1. */
+typedef struct gk_x86_tall_epi {
+    gk_qepi e;
+    int need_rs, zb_uni, za_uni, vec_ok;
+    int32_t zb0;
+} gk_x86_tall_epi;
+
+static inline void gk_x86_tall_epi_init(const gk_qepi *e0, int m, int n, int k, int want_za,
+                                        int32_t *rowsum, const int32_t *colsum, int32_t *colcorr,
+                                        gk_x86_tall_epi *t)
+{
+    t->e = *e0;
+    t->e.part_mode = GK_QPART_NONE;
+    t->e.row_corr = t->e.col_corr = NULL;
+    t->e.a_rowsum = rowsum;
+    t->e.b_colcorr = colcorr;
+    t->zb0 = e0->b_zp[0];
+    t->need_rs = 0;
+    t->zb_uni = 1;
+    for (int j = 0; j < n; j++) {
+        colcorr[j] = (int32_t)((uint32_t)colsum[j] - (uint32_t)k * (uint32_t)e0->b_zp[j]);
+        t->need_rs |= e0->b_zp[j] != 0;
+        t->zb_uni &= e0->b_zp[j] == t->zb0;
+    }
+    t->za_uni = want_za;
+    for (int i = 1; t->za_uni && i < m; i++)
+        t->za_uni = e0->a_zp[i] == e0->a_zp[0];
+    t->vec_ok = gk_x86_epi_vector_ok(&t->e);
+}
+
 /* Rows of the x86 small-M paths (gk_qsmallm_pair.inc, gk_qsmallm_quad.inc), every
  * family's smallm_max: up to 16 rows streaming B once beats packing (measured, K = N =
  * 256..4096: M = 16 in about half the packed time). */
