@@ -510,18 +510,10 @@ static int gk_amx_tall_tiles(int m, int n, int k, const uint8_t *a, ptrdiff_t a_
             const uint8_t *pb = bp + (size_t)pnl * pstride;
             const int n0 = pnl * GK_AMX_NR, nv = n - n0 < GK_AMX_NR ? n - n0 : GK_AMX_NR;
             GK_AMX_ACC_ZERO();
-            for (int c = 0; c <= nkf; c++, pb += GK_AMX_BBLK) {
-                const uint8_t *a0;
-                ptrdiff_t s;
-                if (c < nkf) {
-                    a0 = ab + (ptrdiff_t)c * GK_AMX_KS;
-                    s = ars;
-                } else if (kt) {
-                    a0 = tb;
-                    s = GK_AMX_KS;
-                } else {
-                    break;
-                }
+            for (int c = 0; c < nkf + (kt > 0); c++, pb += GK_AMX_BBLK) {
+                /* whole chunks straight from A, the partial last one from tb */
+                const uint8_t *a0 = c < nkf ? ab + (ptrdiff_t)c * GK_AMX_KS : tb;
+                const ptrdiff_t s = c < nkf ? ars : GK_AMX_KS;
                 GK_TILE_LOADD(0, a0, s);
                 GK_TILE_LOADD(1, a0 + 16 * s, s);
                 GK_TILE_LOADD(2, pb, 2 * GK_AMX_KS);
