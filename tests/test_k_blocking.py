@@ -150,6 +150,31 @@ def _row_sample(m, group):
     return np.array(sorted(r for r in rows if 0 <= r < m))
 
 
+def test_few_rows_pack_smaller_b_blocks(isa):
+    """Up to 128 rows a B block holds at most 1 MiB (or the whole L2 where that is
+    smaller); past 128 rows, L2.  Both sides of that edge, with two column blocks, are
+    exact."""
+    gk = _gk()
+    f = _info()
+    k = 768
+    kp = -(-k // f["kstep"]) * f["kstep"]
+    few, many = _blocking(128, 1 << 20, k)["nc"], _blocking(129, 1 << 20, k)["nc"]
+    assert few <= many and (few == many or few * kp * f["b_elem_bytes"] <= 1 << 20), (few, many)
+    rng = np.random.default_rng(11)
+    for m in (f["smallm_wide_max"] + 1, 128, 129):
+        if m <= f["smallm_max"]:
+            continue
+        nc = _blocking(m, 1 << 20, k)["nc"]
+        n = nc + f["nr"] + 5  # two column blocks
+        bl = _blocking(m, n, k)
+        assert bl["nc"] == nc < n, bl
+        a = _rand(rng, (m, k), U8)
+        b = _rand(rng, (k, n), S8)
+        azp, bzp = _rand(rng, (), U8), _rand(rng, (n,), S8)
+        _assert_same(gk.matmul_integer(a, b, azp, bzp), o.matmul_integer(a, b, azp, bzp),
+                     f"MatMulInteger {m}x{k}x{n}")
+
+
 def test_wide_and_tall_products_in_blocks(isa):
     """Several column blocks (N past the B block) and several row groups of the
     partial-sum scratch (M * nc * 4 bytes past its budget; int32 and requantized outputs

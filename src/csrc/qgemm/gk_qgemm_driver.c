@@ -38,6 +38,18 @@
 #define GK_QGEMM_L1_MAX (256 * 1024)
 #define GK_QGEMM_L1_DEFAULT (32 * 1024)
 #define GK_QGEMM_KC_MIN 256
+/* A product of at most GK_QGEMM_FEW_ROWS rows packs each B block for one pass of A
+ * (one A block), and that block holds at most GK_QGEMM_FEW_ROWS_B_BYTES (or L2, if
+ * smaller).  Packed depth-first, a block as large as a 2 MB L2 has its first panels
+ * evicted before the tiles read them back, so they come from L3.  Sapphire Rapids, one
+ * thread, in one process, 1 MB against 2 MB blocks: amx M = 48 / 96 / 128, K = 768, N =
+ * 3072 1.16x / 1.16x / 1.19-1.20x (QLinearMatMul too), 128 x 512 x 8192 1.14x, 128 x
+ * 4096^2 1.10x, 128 x 1024 x 4096 1.04-1.05x; avx512vnni 1.10-1.18x; avx2 1.01-1.04x; M
+ * = 256 and 384 1.00x and 512 x 1024 x 4096 0.96x, hence the bound on M.  Zen 4 (1 MB
+ * L2) had measured its whole L2 best against a half (128 x 4096^2, +1..4%): its blocks,
+ * and Zen 2's, are unchanged. */
+#define GK_QGEMM_FEW_ROWS 128
+#define GK_QGEMM_FEW_ROWS_B_BYTES ((size_t)1 << 20)
 /* Largest partial-sum scratch (ms x nc int32): past it the rows run in groups of ms, each
  * repacking B's blocks (a B block serves ms rows then).  Every output kind keeps its
  * partial sums there, an int32 output too: in Y itself they sat ldy apart, a 4 KB
@@ -254,9 +266,13 @@ static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int 
     if (kbp > 0) {
         /* A block mc x kbp: half of L2 (read again for every B micro-panel); B block
          * kbp x nc: as large as L2 (each micro-panel streams through L1 once per A block,
-         * and a larger block packs A less often).  Measured on Zen 4 (1 MB L2) against a
-         * quarter / a half: +1..4% at 1024^3, 2048^3, 128 x 4096^2, both families. */
-        size_t ncap = l2 / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
+         * and a larger block packs A less often), at most 1 MB for few rows
+         * (GK_QGEMM_FEW_ROWS).  Measured on Zen 4 (1 MB L2) against a quarter / a half:
+         * +1..4% at 1024^3, 2048^3, 128 x 4096^2, both families. */
+        const size_t bmax = m <= GK_QGEMM_FEW_ROWS && l2 > GK_QGEMM_FEW_ROWS_B_BYTES
+                                ? GK_QGEMM_FEW_ROWS_B_BYTES
+                                : l2;
+        size_t ncap = bmax / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
         size_t mcap = l2 / 2 / (kbp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
         if (ncap < (size_t)kern->nr)
             ncap = kern->nr;
