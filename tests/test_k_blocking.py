@@ -157,9 +157,10 @@ def test_few_rows_pack_smaller_b_blocks(isa):
     gk = _gk()
     f = _info()
     k = 768
-    kp = -(-k // f["kstep"]) * f["kstep"]
-    few, many = _blocking(128, 1 << 20, k)["nc"], _blocking(129, 1 << 20, k)["nc"]
-    assert few <= many and (few == many or few * kp * f["b_elem_bytes"] <= 1 << 20), (few, many)
+    bl_few = _blocking(128, 1 << 20, k)
+    few, many = bl_few["nc"], _blocking(129, 1 << 20, k)["nc"]
+    kbp = -(-bl_few["kcb"] // f["kstep"]) * f["kstep"]  # the packed depth of a B block
+    assert few <= many and (few == many or few * kbp * f["b_elem_bytes"] <= 1 << 20), (few, many)
     rng = np.random.default_rng(11)
     for m in (f["smallm_wide_max"] + 1, 128, 129):
         if m <= f["smallm_max"]:
