@@ -31,11 +31,15 @@ check="$root/tests/emulated_check.py"
 bash tests/c/run_native.sh build
 cbuild="$root/tests/c/build"
 
-# qemu's notes on CPUID bits it does not emulate are dropped
+# qemu's notes on CPUID bits it does not emulate are dropped.  OPENBLAS_CORETYPE names the
+# emulated CPU: a value inherited from the host describes the host (a Zen 5 machine here set
+# Haswell, and numpy's OpenBLAS then ran AVX code at import under -cpu Nehalem).  Both model
+# names are OpenBLAS core names.
 emu() { # emu CPU command... : runs the command under qemu-x86_64 -cpu CPU
     local cpu=$1
     shift
-    PYTHONPATH="$site" qemu-x86_64-static -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support" >&2)
+    OPENBLAS_CORETYPE="$cpu" PYTHONPATH="$site" qemu-x86_64-static -cpu "$cpu" "$@" \
+        2> >(grep -v "TCG doesn't support" >&2)
 }
 # the same from a neutral directory, so that the installed package (not src/) is imported
 emu_tmp() { (cd /tmp && emu "$@"); }
