@@ -132,17 +132,29 @@ def test_thin_a_in_place_b(isa, dt):
     check_float_gemm(A, Bw[:, :2 * nr + 1], C, 1.0, -1.0)       # B row stride != N
 
 
+@pytest.fixture(params=["cached", "from_memory"])
+def strip_b(request):
+    """The strip path's two variants: B' as cached (tile by tile) and as streaming from
+    memory (several tiles per step; normally only past the last-level cache, forced here
+    on small B')."""
+    prev = _core._gemm_strip_memory_bytes(1 if request.param == "from_memory" else 0)
+    yield request.param
+    _core._gemm_strip_memory_bytes(prev)
+
+
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
-def test_few_rows_match_rows_of_four(isa, dt):
+def test_few_rows_match_rows_of_four(isa, dt, strip_b):
     """Products of 1-3 rows (M = 1: a GEMV; the SIMD float families run their full tiles
     as one strip, gk_gemm_ukernel_strip_fn) perform, per output, the operations of the
     same rows of a four-row product, which runs tile by tile, with the same B' and K
     blocks (all thin A in one row panel): the same bits, with and without a column tail,
-    B' cached or streamed (past 256 KiB), a negative row stride, C and alpha/beta, on 1
-    and 2 threads."""
+    B' cached or streamed (past 256 KiB), tile counts that leave a remainder after the
+    from-memory variant's steps of 2-4 tiles, a negative row stride, C and alpha/beta,
+    on 1 and 2 threads."""
     rng = np.random.default_rng(17)
     nr, kc = _fam(dt)["nr"], _fam(dt)["kc"]
-    for (N, K) in [(5 * nr + 3, 29), (3 * nr, kc + 9), (4 * nr + 1, 2100), (6 * nr, 1500)]:
+    for (N, K) in [(5 * nr + 3, 29), (3 * nr, kc + 9), (4 * nr + 1, 2100), (6 * nr, 1500),
+                   (7 * nr + 2, 300), (9 * nr, 40)]:
         A = rng.standard_normal((4, K)).astype(dt)
         B = rng.standard_normal((K, N)).astype(dt)
         C = rng.standard_normal((4, 1)).astype(dt)

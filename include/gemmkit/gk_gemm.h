@@ -127,10 +127,12 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
  * c[i*ldc + j] = (first ? +0 : c[i*ldc + j]) + sum_k a(i, k) b(k, j), a(i, k) at
  * element k*mr + i of the packed A panel, B' row k at (const char *)b + k*ldb bytes
  * (ntiles * nr readable elements).  Per output it performs ukernel_ldb's operations with
- * mr_valid == rows in the same order: the same bits. */
+ * mr_valid == rows in the same order: the same bits.  from_memory: nonzero when B' is
+ * larger than the last-level cache, so that its reads come from memory (a kernel may
+ * then take its tiles in another order; every output's bits are the same). */
 typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void *b,
                                          ptrdiff_t ldb, void *c, ptrdiff_t ldc, int rows,
-                                         int ntiles, int first);
+                                         int ntiles, int first, int from_memory);
 #define GK_GEMM_STRIP_ROWS 3
 
 /* A kernel family for one element type: micro-kernel, packing format, block sizes and
@@ -244,6 +246,10 @@ typedef struct gk_gemm_kernel {
  * default) or off (0: tests run a family on shapes it would hand on); returns the previous
  * setting.  Between calls only, like gk_select_isa. */
 int gk_gemm_set_size_rules(int on);
+/* For tests: B' bytes above which the strip path treats B' as read from memory (its
+ * kernels' from_memory); 0 (the default): the last-level cache's size.  Returns the
+ * previous value.  Performance only: the results are the same bits either way. */
+size_t gk_gemm_set_strip_memory_bytes(size_t bytes);
 
 /* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,
  * all > 0.  Pure function of the family and the CPU. */

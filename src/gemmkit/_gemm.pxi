@@ -81,6 +81,13 @@ def _gemm_size_rules(bint on):
     return bool(gk_gemm_set_size_rules(on))
 
 
+def _gemm_strip_memory_bytes(size_t nbytes):
+    """Sets the size of B' above which the few-row strip path reads B' as streaming from
+    memory (0: the last-level cache's size, the default); returns the previous value.
+    For tests, which force that variant on small shapes; between calls only."""
+    return gk_gemm_set_strip_memory_bytes(nbytes)
+
+
 def _gemm_with_fallback(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):
     """gemm run by the family that takes the calls the dispatched family of A's dtype
     declines (gk_gemm_kernel_after; the dispatched one itself when it declines nothing).

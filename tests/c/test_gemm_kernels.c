@@ -582,10 +582,17 @@ static void test_type(int dt)
             const int n1 = 4 * nr + 1, n2 = 3 * nr;
             const int k1 = (int)(GK_GEMM_SMALL_B_BYTES / ((ptrdiff_t)n1 * (ptrdiff_t)dt_size(dt))) + 37;
             const int k2 = (int)(GK_GEMM_SMALL_B_BYTES / ((ptrdiff_t)n2 * (ptrdiff_t)dt_size(dt))) + 3;
-            small_case(dt, m, 5 * nr + 3, rnd_in(1, 40));
-            small_case(dt, m, 3 * nr, kc + 7);
-            small_case(dt, m, n1, k1);
-            small_case(dt, m, n2, k2);
+            /* both strip variants: B' as cached, and as streaming from memory (several
+             * tiles per step, forced by a 1-byte threshold), 1..9 tiles */
+            for (int mem = 0; mem < 2; mem++) {
+                gk_gemm_set_strip_memory_bytes(mem ? 1 : 0);
+                small_case(dt, m, 5 * nr + 3, rnd_in(1, 40));
+                small_case(dt, m, 3 * nr, kc + 7);
+                small_case(dt, m, n1, k1);
+                small_case(dt, m, n2, k2);
+                small_case(dt, m, rnd_in(1, 9) * nr + rnd_in(0, nr - 1), rnd_in(1, 300));
+            }
+            gk_gemm_set_strip_memory_bytes(0);
         }
         /* thin A with B' contiguous along k (transB: gk_gemm_driver.c's run_thin_bt, one
          * micro-panel of B' packed at a time): K blocks of GK_GEMM_THIN_T_KC and a last one

@@ -285,6 +285,26 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     return GK_GEMM_OK;
 }
 
+/* B' bytes above which a strip (gk_gemm_ukernel_strip_fn) reads B' as streaming from
+ * memory; 0: the last-level cache's size (32 MB where unknown).  All of B' counts, not
+ * a thread's columns: the threads' parts share the cache. */
+static volatile size_t strip_memory_bytes = 0;
+
+size_t gk_gemm_set_strip_memory_bytes(size_t bytes)
+{
+    const size_t old = strip_memory_bytes;
+    strip_memory_bytes = bytes;
+    return old;
+}
+
+static int strip_from_memory(ptrdiff_t k, ptrdiff_t n, ptrdiff_t esz)
+{
+    size_t lim = strip_memory_bytes;
+    if (lim == 0)
+        lim = gk_cpu_caches()->l3 ? gk_cpu_caches()->l3 : (size_t)32 << 20;
+    return (double)k * (double)n * (double)esz > (double)lim;
+}
+
 /* B' read in place (gk_gemm_kernel.ukernel_ldb): for small calls (packing B would cost
  * about what the product costs) and for thin A (few rows: each B element is used by so
  * few rows that packing it, a read and a write, costs more than reading it in place once
@@ -316,6 +336,7 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
      * per K block */
     const int strip = kern->ukernel_strip != NULL && M <= GK_GEMM_STRIP_ROWS && M <= mr &&
                       nfull > r->n0 && nfull - r->n0 <= INT_MAX;
+    const int from_memory = strip && strip_from_memory(K, g->n, esz);
     /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
     const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
     char *raw, *ap, *bt, *y = (char *)g->acc_y;
@@ -337,7 +358,7 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         if (strip) {
             char *c = y + (r->m0 * ldy + r->n0) * esz;
             kern->ukernel_strip(kc, ap, g->b.p + pc * g->b.rs + r->n0 * g->b.cs, g->b.rs, c, ldy,
-                                (int)M, (int)((nfull - r->n0) / nr), first);
+                                (int)M, (int)((nfull - r->n0) / nr), first, from_memory);
             if (last && g->epilogue != NULL)
                 g->epilogue(g->epi_ctx, r->m0, r->n0, (int)M, (int)(nfull - r->n0), c, ldy);
             j0 = nfull;
