@@ -137,9 +137,9 @@ def strip_b(request):
     """The strip path's two variants: B' as cached (tile by tile) and as streaming from
     memory (several tiles per step; normally only past the last-level cache, forced here
     on small B')."""
-    prev = _core._gemm_strip_memory_bytes(1 if request.param == "from_memory" else 0)
+    prev = _core._gemm_memory_bytes(1 if request.param == "from_memory" else 0)
     yield request.param
-    _core._gemm_strip_memory_bytes(prev)
+    _core._gemm_memory_bytes(prev)
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)

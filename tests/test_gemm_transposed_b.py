@@ -4,12 +4,14 @@ path (the ``isa`` fixture) and every element type.
 
 Such a B' has no in-place kernel; the driver packs one micro-panel of it at a time into
 a buffer that stays in L1 (gk_gemm_driver.c, run_thin_bt: K blocks of
-GK_GEMM_THIN_T_KC = 64, the last one of an A block up to 127 deep, A in blocks of about
-half of L2).  Every output's sum still runs in increasing k with the family's own
+GK_GEMM_THIN_T_KC = 64 or the family's own, the last one of an A block up to twice that
+deep, A in blocks of about half of L2).  Every output's sum still runs in increasing k with the family's own
 operations, so the result is bit for bit the one of the same product with B' stored row
 by row (which takes the in-place or the thin packed path) -- the layout of B' never
 changes Gemm's bits -- and it is within the float bound of the float64 oracle (integers:
-exact).  Shapes cross the K blocks (63..65, 127..129, 191/192), several A blocks (K from
+exact).  Shapes cross the K blocks (64, or with W larger than the last-level cache the
+family's own, 256 for the avx512 32-bit families: both forced, KT - 1 .. KT + 1, 2 KT +-
+1, 3 KT), several A blocks (K from
 the reported L2 size), every column tail of the tile and row counts around the tile's
 rows; W with a negative row stride and with rows wider than K; 1 and 2 threads.  The
 size rules are off, so the bfloat16 AMX family runs thin products too.
@@ -26,7 +28,6 @@ F16, BF16, F32, F64 = (np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.
                                              np.float64))
 I32, U32, I64, U64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
 ALL = [F16, BF16, F32, F64, I32, U32, I64, U64]
-KT = 64  # GK_GEMM_THIN_T_KC
 THIN_ROWS, THIN_PANELS = 32, 6  # GK_GEMM_THIN_ROWS, GK_GEMM_THIN_MAX_PANELS
 
 
@@ -37,6 +38,20 @@ def _every_family_on_every_shape():
         yield
     finally:
         _core._gemm_size_rules(prev)
+
+
+@pytest.fixture(autouse=True, params=["cached", "from_memory"])
+def w_where(request):
+    """W as cached (K blocks of GK_GEMM_THIN_T_KC) and as larger than the last-level cache
+    (the family's kc_thin_t, forced here on small W)."""
+    prev = _core._gemm_memory_bytes(1 if request.param == "from_memory" else 0)
+    yield request.param
+    _core._gemm_memory_bytes(prev)
+
+
+def _kt(f, w_where):
+    """The K block the family packs W in, as `w_where` has it."""
+    return f["kc_thin_t_memory"] if w_where == "from_memory" else f["kc_thin_t"]
 
 
 def _check(A, W, C, alpha, beta):
@@ -62,9 +77,9 @@ def _rows(mr):
 
 
 @pytest.mark.parametrize("dt", ALL, ids=str)
-def test_across_k_blocks_and_tails(isa, dt):
+def test_across_k_blocks_and_tails(isa, dt, w_where):
     f = _core._gemm_family_info(dt)
-    mr, nr = f["mr"], f["nr"]
+    mr, nr, KT = f["mr"], f["nr"], _kt(f, w_where)
     rng = np.random.default_rng(23)
     depths = [1, 7, KT - 1, KT, KT + 1, 2 * KT - 1, 2 * KT, 2 * KT + 1, 3 * KT - 1, 3 * KT, 300]
     widths = [1, nr - 1, nr, nr + 1, 3 * nr + 5]
@@ -78,11 +93,11 @@ def test_across_k_blocks_and_tails(isa, dt):
 
 
 @pytest.mark.parametrize("dt", ALL, ids=str)
-def test_several_a_blocks(isa, dt):
+def test_several_a_blocks(isa, dt, w_where):
     """K deep enough that A is packed in several blocks (the float16/bfloat16 sums then
     wait in a workspace of every column between blocks)."""
     f = _core._gemm_family_info(dt)
-    mr, nr = f["mr"], f["nr"]
+    mr, nr, KT = f["mr"], f["nr"], _kt(f, w_where)
     esz = 8 if dt.itemsize == 8 else 4
     l2 = gk.cpu_info()["caches"]["l2"] or (1 << 20)
     rng = np.random.default_rng(29)
@@ -95,11 +110,12 @@ def test_several_a_blocks(isa, dt):
 
 
 @pytest.mark.parametrize("dt", [F32, BF16, F64, I64], ids=str)
-def test_w_layouts(isa, dt):
+def test_w_layouts(isa, dt, w_where):
     """W with a negative row stride, rows wider than K, and a transposed view of a
     row-major B (B.T: the same memory as B, read as columns)."""
     rng = np.random.default_rng(31)
-    nr = _core._gemm_family_info(dt)["nr"]
+    f = _core._gemm_family_info(dt)
+    nr, KT = f["nr"], _kt(f, w_where)
     for (M, N, K) in [(1, 2 * nr + 1, 2 * KT + 9), (5, nr + 3, 3 * KT + 1)]:
         A, W, C = problem(M, N, K, dt, 0, 1, "MN", rng)
         _check(A, np.ascontiguousarray(W[::-1])[::-1], C, 1.0, 1.0)

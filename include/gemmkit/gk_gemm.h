@@ -206,7 +206,10 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    calls check_packed after the call; 0 = the result may leave the
  *                    documented bound, and the call runs again on the next family of
  *                    the row, which rewrites all of Y (Y never aliases A', B' or C).  A
- *                    family with it has no ukernel_ldb (B' is packed, so seen). */
+ *                    family with it has no ukernel_ldb (B' is packed, so seen).
+ *   kc_thin_t        0, or the family's own K block of thin A with B' columns contiguous
+ *                    along k (run_thin_bt) where B' is larger than the last-level cache
+ *                    (otherwise, and for 0: GK_GEMM_THIN_T_KC); a multiple of 32. */
 struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
  * gk_gemm_kernel): a family-defined minimum per operand (the bfloat16 dot families:
@@ -240,16 +243,18 @@ typedef struct gk_gemm_kernel {
     int min_rows, min_depth;
     ptrdiff_t min_macs;
     int (*check_packed)(const gk_gemm_seen *seen, const struct gk_gemm_args *args);
+    int kc_thin_t;
 } gk_gemm_kernel;
 
 /* Switches the families' size rules (gk_gemm_kernel.min_rows / ...) on (1, the
  * default) or off (0: tests run a family on shapes it would hand on); returns the previous
  * setting.  Between calls only, like gk_select_isa. */
 int gk_gemm_set_size_rules(int on);
-/* For tests: B' bytes above which the strip path treats B' as read from memory (its
- * kernels' from_memory); 0 (the default): the last-level cache's size.  Returns the
- * previous value.  Performance only: the results are the same bits either way. */
-size_t gk_gemm_set_strip_memory_bytes(size_t bytes);
+/* For tests: B' bytes above which the thin paths treat B' as read from memory (the strip
+ * kernels' from_memory, gk_gemm_kernel.kc_thin_t); 0 (the default): the last-level
+ * cache's size.  Returns the previous value.  Performance only: the results are the same
+ * bits either way. */
+size_t gk_gemm_set_memory_bytes(size_t bytes);
 
 /* The cache blocks a family runs with (see gk_gemm_kernel): *mc % mr == 0, *nc % nr == 0,
  * all > 0.  Pure function of the family and the CPU. */
@@ -282,7 +287,16 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * float32/float64/float16/int32 mostly within 5% of the best (float32 1 x 4096 x 4096
  * once 1.15x faster at 128, noise-level elsewhere), bfloat16 on AMX tiles 1.3-1.9x faster
  * than at 128 for M = 8..32.  Software prefetch of the next block gained 4-10% where B'
- * came from memory (64 MB) and lost 5-17% where it sat in the LLC: not used. */
+ * came from memory (64 MB) and lost 5-17% where it sat in the LLC: not used.  A family may
+ * set its own (gk_gemm_kernel.kc_thin_t): the avx512 32-bit families read 32 lines of W
+ * per panel, and 32 concurrent streams of 256 bytes each ran far below the memory's rate
+ * (a plain read of 32 such streams from DRAM: 24.6 GB/s against 45 for 4 to 8, Zen 5);
+ * 256 deep (1 KB runs; the panel, 32 KB, still in L1) measured float32 M = 1 / 4 / 16 /
+ * 32, K = N = 4096 (64 MB) 1.2-1.24x / 1.24x / 1.14x / 1.12x, int32 M = 1 1.08-1.16x
+ * faster (Zen 5); 128 gained 1.06x and 512 (out of L1) nothing.  With W in the LLC it
+ * lost (1 x 768 x 3072 0.9x, 1 x 2048 x 2048 0.92x), so it applies to a B' larger than
+ * the LLC only; avx2 (16 lines per panel) and float64 avx512 were 0.83x / neutral at 256
+ * and keep 64. */
 #define GK_GEMM_THIN_T_KC 64
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.

@@ -195,9 +195,11 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int min_rows, min_depth
         Py_ssize_t min_macs
         void *check_packed
+        int kc_thin_t
         void *ukernel_rounded
     int gk_gemm_set_size_rules(int on)
-    size_t gk_gemm_set_strip_memory_bytes(size_t nbytes)
+    enum: GK_GEMM_THIN_T_KC
+    size_t gk_gemm_set_memory_bytes(size_t nbytes)
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern)

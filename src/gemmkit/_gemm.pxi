@@ -44,7 +44,9 @@ def _gemm_family_info(dtype):
     register tile "mr" x "nr", cache blocks "mc", "kc", "nc" (K beyond kc runs in K
     blocks, M beyond mc in row blocks, N beyond nc in column stripes), "kc_sub" (0, or the
     depth of the sub-blocks a K block runs in), "kc_thin" (0, or its own K block of thin
-    products), the size rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
+    products), "kc_thin_t" / "kc_thin_t_memory" (the K block of thin products with a
+    transposed B', cached / larger than the last-level cache), the size
+    rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
     a shallower K or fewer multiply-adds run on the fallback; 0: none), "fused" (its
     micro-kernel fuses multiply and add and it brings a separately rounded one too) and
     "fallback": the isa of the family that runs the calls this one declines (None: it
@@ -64,7 +66,10 @@ def _gemm_family_info(dtype):
     return {"isa": k.isa.decode("ascii"),
             "level": gk_isa_level_name(gk_gemm_kernel_level(k)).decode("ascii"),
             "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc, "kc_sub": k.kc_sub,
-            "kc_thin": k.kc_thin, "min_rows": k.min_rows, "min_depth": k.min_depth,
+            "kc_thin": k.kc_thin,
+            "kc_thin_t": GK_GEMM_THIN_T_KC,
+            "kc_thin_t_memory": k.kc_thin_t if k.kc_thin_t > 0 else GK_GEMM_THIN_T_KC,
+            "min_rows": k.min_rows, "min_depth": k.min_depth,
             "min_macs": k.min_macs, "fused": k.ukernel_rounded != NULL,
             "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}
 
@@ -81,11 +86,11 @@ def _gemm_size_rules(bint on):
     return bool(gk_gemm_set_size_rules(on))
 
 
-def _gemm_strip_memory_bytes(size_t nbytes):
-    """Sets the size of B' above which the few-row strip path reads B' as streaming from
-    memory (0: the last-level cache's size, the default); returns the previous value.
-    For tests, which force that variant on small shapes; between calls only."""
-    return gk_gemm_set_strip_memory_bytes(nbytes)
+def _gemm_memory_bytes(size_t nbytes):
+    """Sets the size of B' above which the thin paths read B' as streaming from memory
+    (0: the last-level cache's size, the default); returns the previous value.  For
+    tests, which force that variant on small shapes; between calls only."""
+    return gk_gemm_set_memory_bytes(nbytes)
 
 
 def _gemm_with_fallback(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0):

@@ -585,21 +585,24 @@ static void test_type(int dt)
             /* both strip variants: B' as cached, and as streaming from memory (several
              * tiles per step, forced by a 1-byte threshold), 1..9 tiles */
             for (int mem = 0; mem < 2; mem++) {
-                gk_gemm_set_strip_memory_bytes(mem ? 1 : 0);
+                gk_gemm_set_memory_bytes(mem ? 1 : 0);
                 small_case(dt, m, 5 * nr + 3, rnd_in(1, 40));
                 small_case(dt, m, 3 * nr, kc + 7);
                 small_case(dt, m, n1, k1);
                 small_case(dt, m, n2, k2);
                 small_case(dt, m, rnd_in(1, 9) * nr + rnd_in(0, nr - 1), rnd_in(1, 300));
             }
-            gk_gemm_set_strip_memory_bytes(0);
+            gk_gemm_set_memory_bytes(0);
         }
         /* thin A with B' contiguous along k (transB: gk_gemm_driver.c's run_thin_bt, one
-         * micro-panel of B' packed at a time): K blocks of GK_GEMM_THIN_T_KC and a last one
-         * of up to twice that, row counts around the tile, column tails, B' columns at
-         * byte strides that are no multiple of the element size */
-        {
-            const int KT = GK_GEMM_THIN_T_KC;
+         * micro-panel of B' packed at a time): K blocks of GK_GEMM_THIN_T_KC, and of the
+         * family's kc_thin_t with B' as streaming from memory (forced by a 1-byte
+         * threshold), and a last one of up to twice that, row counts around the tile,
+         * column tails, B' columns at byte strides that are no multiple of the element
+         * size */
+        for (int mem = 0; mem < 2; mem++) {
+            const int KT = mem && kr->kc_thin_t > 0 ? kr->kc_thin_t : GK_GEMM_THIN_T_KC;
+            gk_gemm_set_memory_bytes(mem ? 1 : 0);
             const int ms[6] = {1, 2, mr - 1, mr + 1, 2 * mr + 1, GK_GEMM_THIN_ROWS};
             const int ks[7] = {KT - 1, KT, KT + 1, 2 * KT - 1, 2 * KT, 2 * KT + 1, 3 * KT + 5};
             for (int i = 0; i < 6; i++) {
@@ -612,6 +615,7 @@ static void test_type(int dt)
                         rnd_in(0, CF_COUNT - 1), rnd_in(0, nab - 1), SP_NONE);
             }
         }
+        gk_gemm_set_memory_bytes(0);
         /* K blocks in sub-blocks (gk_gemm_kernel.kc_sub): just below / at / past two
          * sub-blocks (the last one takes the rest), several row tiles per strip (M past
          * MC), and with a second K block */

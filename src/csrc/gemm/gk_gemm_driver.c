@@ -285,21 +285,22 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     return GK_GEMM_OK;
 }
 
-/* B' bytes above which a strip (gk_gemm_ukernel_strip_fn) reads B' as streaming from
- * memory; 0: the last-level cache's size (32 MB where unknown).  All of B' counts, not
- * a thread's columns: the threads' parts share the cache. */
-static volatile size_t strip_memory_bytes = 0;
+/* B' bytes above which the thin paths read B' as streaming from memory (a strip's
+ * from_memory, gk_gemm_ukernel_strip_fn; run_thin_bt's K block, gk_gemm_kernel.
+ * kc_thin_t); 0: the last-level cache's size (32 MB where unknown).  All of B' counts,
+ * not a thread's columns: the threads' parts share the cache. */
+static volatile size_t b_memory_bytes = 0;
 
-size_t gk_gemm_set_strip_memory_bytes(size_t bytes)
+size_t gk_gemm_set_memory_bytes(size_t bytes)
 {
-    const size_t old = strip_memory_bytes;
-    strip_memory_bytes = bytes;
+    const size_t old = b_memory_bytes;
+    b_memory_bytes = bytes;
     return old;
 }
 
-static int strip_from_memory(ptrdiff_t k, ptrdiff_t n, ptrdiff_t esz)
+static int b_from_memory(ptrdiff_t k, ptrdiff_t n, ptrdiff_t esz)
 {
-    size_t lim = strip_memory_bytes;
+    size_t lim = b_memory_bytes;
     if (lim == 0)
         lim = gk_cpu_caches()->l3 ? gk_cpu_caches()->l3 : (size_t)32 << 20;
     return (double)k * (double)n * (double)esz > (double)lim;
@@ -336,7 +337,7 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
      * per K block */
     const int strip = kern->ukernel_strip != NULL && M <= GK_GEMM_STRIP_ROWS && M <= mr &&
                       nfull > r->n0 && nfull - r->n0 <= INT_MAX;
-    const int from_memory = strip && strip_from_memory(K, g->n, esz);
+    const int from_memory = strip && b_from_memory(K, g->n, esz);
     /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
     const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
     char *raw, *ap, *bt, *y = (char *)g->acc_y;
@@ -395,17 +396,16 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
 /* Thin A with B' columns contiguous along k (transB: a weight matrix W stored N x K,
  * B' = W.T), which no in-place kernel reads.  Packing all of B' (a transposing copy of
  * the whole weight, written out and read back) cost 3-4x the product at M = 1.  Here
- * each micro-panel of B' (GK_GEMM_THIN_T_KC deep, nr columns) is packed by the family's
- * own packer into one buffer that stays in L1 and is used at once by every row panel of
- * A: B' is read once, front to back along each of the tile's nr columns, and never
- * written out.  A is packed in blocks of kb depth (all of K when it fits half of L2).
- * Loops: A blocks, column tiles, K blocks of the tile, row panels.
- * K blocks: GK_GEMM_THIN_T_KC deep from the A block's start, the last one taking the
- * rest (GK_GEMM_THIN_T_KC to twice that minus one; all of a shallower A block), so a
- * block shallower than a family's shortest layout is only ever a whole A block, packed
- * alike on both sides; a block starting ks into the A block reads its A panels
- * ks*mr*pack_esz bytes in (ks a multiple of GK_GEMM_THIN_T_KC, where every family's
- * layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
+ * each micro-panel of B' (KT deep: GK_GEMM_THIN_T_KC, or the family's kc_thin_t where B'
+ * streams from memory; nr columns) is packed by the family's own packer into one buffer that stays in L1 and is
+ * used at once by every row panel of A: B' is read once, front to back along each of
+ * the tile's nr columns, and never written out.  A is packed in blocks of kb depth (all
+ * of K when it fits half of L2).  Loops: A blocks, column tiles, K blocks of the tile,
+ * row panels.  K blocks: KT deep from the A block's start, the last one taking the rest
+ * (KT to twice that minus one; all of a shallower A block), so a block shallower than a
+ * family's shortest layout is only ever a whole A block, packed alike on both sides; a
+ * block starting ks into the A block reads its A panels ks*mr*pack_esz bytes in (ks a
+ * multiple of KT, a multiple of 32, where every family's layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
  * in the float workspace: one tile's sums, or every column's when A takes several
  * blocks) from block to block: the blocked path's sums bit for bit. */
 static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
@@ -413,7 +413,10 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
     const ptrdiff_t esz = (ptrdiff_t)acc_size(kern->acc), pesz = (ptrdiff_t)packed_size(kern);
     const int mr = kern->mr, nr = kern->nr;
-    const ptrdiff_t panels = (M + mr - 1) / mr, KT = GK_GEMM_THIN_T_KC;
+    const ptrdiff_t panels = (M + mr - 1) / mr;
+    const ptrdiff_t KT = kern->kc_thin_t > 0 && b_from_memory(K, g->n, esz)
+                             ? kern->kc_thin_t
+                             : GK_GEMM_THIN_T_KC;
     const size_t l2 = gk_cpu_caches()->l2 ? gk_cpu_caches()->l2 : (size_t)1 << 20;
     /* A's block: about half of L2 in whole K blocks, all of K when it fits */
     ptrdiff_t KB = (ptrdiff_t)(l2 / 2 / ((size_t)panels * (size_t)mr * (size_t)esz)) / KT * KT;
