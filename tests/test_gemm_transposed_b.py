@@ -5,16 +5,16 @@ path (the ``isa`` fixture) and every element type.
 Such a B' has no in-place kernel; the driver packs one micro-panel of it at a time into
 a buffer that stays in L1 (gk_gemm_driver.c, run_thin_bt: K blocks of
 GK_GEMM_THIN_T_KC = 64 or the family's own, the last one of an A block up to twice that
-deep, A in blocks of about half of L2).  Every output's sum still runs in increasing k with the family's own
-operations, so the result is bit for bit the one of the same product with B' stored row
-by row (which takes the in-place or the thin packed path) -- the layout of B' never
-changes Gemm's bits -- and it is within the float bound of the float64 oracle (integers:
-exact).  Shapes cross the K blocks (64, or with W larger than the last-level cache the
-family's own, 256 for the avx512 32-bit families: both forced, KT - 1 .. KT + 1, 2 KT +-
-1, 3 KT), several A blocks (K from
-the reported L2 size), every column tail of the tile and row counts around the tile's
-rows; W with a negative row stride and with rows wider than K; 1 and 2 threads.  The
-size rules are off, so the bfloat16 AMX family runs thin products too.
+deep, A in blocks of about half of L2).  Every output's sum still runs in increasing k
+with the family's own operations, so the result is bit for bit the one of the same
+product with B' stored row by row (which takes the in-place or the thin packed path) --
+the layout of B' never changes Gemm's bits -- and it is within the float bound of the
+float64 oracle (integers: exact).  Shapes cross the K blocks (64, or with W larger than
+the last-level cache the family's own, 256 for the avx512 32-bit families: both forced,
+KT - 1 .. KT + 1, 2 KT +- 1, 3 KT), several A blocks (K from the reported L2 size),
+every column tail of the tile and row counts around the tile's rows; W with a negative
+row stride and with rows wider than K; 1 and 2 threads.  The size rules are off, so the
+bfloat16 AMX family runs thin products too.
 """
 import ml_dtypes
 import numpy as np

@@ -298,6 +298,9 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * the LLC only; avx2 (16 lines per panel) and float64 avx512 were 0.83x / neutral at 256
  * and keep 64. */
 #define GK_GEMM_THIN_T_KC 64
+/* The kc_thin_t of families with 32 lines of W per panel (avx512 float32 / int32 /
+ * uint32; see above): runs of 1 KB per line. */
+#define GK_GEMM_THIN_T_KC_32_LINES 256
 
 /* One Gemm problem.  Y' = alpha * A' @ B' + beta * C, shapes M x K, K x N, M x N.
  *   a: A'(i, k) at a + i*a_rs + k*a_cs  (the caller folds transA into the strides)

@@ -397,15 +397,16 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * B' = W.T), which no in-place kernel reads.  Packing all of B' (a transposing copy of
  * the whole weight, written out and read back) cost 3-4x the product at M = 1.  Here
  * each micro-panel of B' (KT deep: GK_GEMM_THIN_T_KC, or the family's kc_thin_t where B'
- * streams from memory; nr columns) is packed by the family's own packer into one buffer that stays in L1 and is
- * used at once by every row panel of A: B' is read once, front to back along each of
- * the tile's nr columns, and never written out.  A is packed in blocks of kb depth (all
- * of K when it fits half of L2).  Loops: A blocks, column tiles, K blocks of the tile,
- * row panels.  K blocks: KT deep from the A block's start, the last one taking the rest
- * (KT to twice that minus one; all of a shallower A block), so a block shallower than a
- * family's shortest layout is only ever a whole A block, packed alike on both sides; a
- * block starting ks into the A block reads its A panels ks*mr*pack_esz bytes in (ks a
- * multiple of KT, a multiple of 32, where every family's layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
+ * streams from memory; nr columns) is packed by the family's own packer into one buffer
+ * that stays in L1 and is used at once by every row panel of A: B' is read once, front
+ * to back along each of the tile's nr columns, and never written out.  A is packed in
+ * blocks of kb depth (all of K when it fits half of L2).  Loops: A blocks, column tiles,
+ * K blocks of the tile, row panels.  K blocks: KT deep from the A block's start, the
+ * last one taking the rest (KT to twice that minus one; all of a shallower A block), so
+ * a block shallower than a family's shortest layout is only ever a whole A block, packed
+ * alike on both sides; a block starting ks into the A block reads its A panels
+ * ks*mr*pack_esz bytes in (ks a multiple of KT, a multiple of 32, where every family's
+ * layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
  * in the float workspace: one tile's sums, or every column's when A takes several
  * blocks) from block to block: the blocked path's sums bit for bit. */
 static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)

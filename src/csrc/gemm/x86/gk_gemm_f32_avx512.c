@@ -55,10 +55,6 @@
 #define GK_EGENERIC gk_gemm_epilogue_f32
 #include "gk_gemm_float_epi_x86.inc"
 
-/* K blocks of thin A with a transposed B' (see GK_GEMM_THIN_T_KC): 32 lines of W per panel
- * read in runs of 1 KB */
-#define GK_AVX512_THIN_T_KC 256
-
 const gk_gemm_kernel gk_gemm_f32_avx512 = {
     "avx512", GK_DT_F32, GK_ACC_F32, 14, 32, 168, 256, 2048,
     gk_gemm_pack_a_f32_avx512, gk_gemm_pack_b_f32_avx512, gk_gemm_f32_avx512_14x32_ukernel,
@@ -68,7 +64,7 @@ const gk_gemm_kernel gk_gemm_f32_avx512 = {
     gk_gemm_f32_avx512_14x32_ukernel_ldb,
     0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
     gk_gemm_f32_avx512_14x32_ukernel_strip, /* ukernel_strip: M = 1..3 */
-    .kc_thin_t = GK_AVX512_THIN_T_KC,
+    .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };
 
 /* The same micro-kernels with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16

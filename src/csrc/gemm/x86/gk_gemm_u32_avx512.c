@@ -59,10 +59,6 @@
 #define GK_VADD(x, y) _mm512_add_epi32(x, y)
 #include "gk_gemm_int_epi_x86.inc"
 
-/* K blocks of thin A with a transposed B' (see GK_GEMM_THIN_T_KC): 32 lines of W per panel
- * read in runs of 1 KB */
-#define GK_AVX512_THIN_T_KC 256
-
 const gk_gemm_kernel gk_gemm_i32_avx512 = {
     "avx512", GK_DT_I32, GK_ACC_U32, 14, 32, 168, 256, 2048,
     gk_gemm_pack_a_u32_avx512, gk_gemm_pack_b_u32_avx512, gk_gemm_u32_avx512_14x32_ukernel,
@@ -71,7 +67,7 @@ const gk_gemm_kernel gk_gemm_i32_avx512 = {
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
     0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
-    .kc_thin_t = GK_AVX512_THIN_T_KC,
+    .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };
 const gk_gemm_kernel gk_gemm_u32_avx512 = {
     "avx512", GK_DT_U32, GK_ACC_U32, 14, 32, 168, 256, 2048,
@@ -81,5 +77,5 @@ const gk_gemm_kernel gk_gemm_u32_avx512 = {
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
     0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
-    .kc_thin_t = GK_AVX512_THIN_T_KC,
+    .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };
