@@ -78,8 +78,13 @@ static void gk_f32_to_bf16_n_avx512(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        __m512i a = gk_f32_to_bf16_x16_avx512(_mm512_loadu_si512(src + i));
-        __m512i b = gk_f32_to_bf16_x16_avx512(_mm512_loadu_si512(src + i + 16));
+        /* each source vector loaded once: gcc folded it into three instructions, and
+         * with 4M elements (24 MB moved) that ran at 0.65x the rate (Zen 5) */
+        __m512i ua = _mm512_loadu_si512(src + i), ub = _mm512_loadu_si512(src + i + 16);
+        GK_KEEP_IN_REG(ua);
+        GK_KEEP_IN_REG(ub);
+        __m512i a = gk_f32_to_bf16_x16_avx512(ua);
+        __m512i b = gk_f32_to_bf16_x16_avx512(ub);
         _mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtepi32_epi16(a));
         _mm256_storeu_si256((__m256i *)(dst + i + 16), _mm512_cvtepi32_epi16(b));
     }
