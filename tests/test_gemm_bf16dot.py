@@ -348,10 +348,12 @@ def test_size_rule():
 
 @pytest.mark.parametrize("where", ["A", "B"])
 def test_guard_with_pack_b_and_threads(where):
-    """The guard sees every element whether B' comes packed per call or from pack_b (its
-    packers never saw it), and whichever thread packed it: a denormal anywhere in A' or B'
-    gives the fallback's bits.  The denormal's products are the only terms of one output
-    row (column) and visible there (3 * 2**-33), where a flush would leave zeros."""
+    """The guard sees every element whether B' comes packed per call or from pack_b (the
+    pack keeps what its packers saw, so a call does not scan B' again), and whichever
+    thread packed it: a denormal anywhere in A' or B' gives the fallback's bits, also for
+    one row of A (the thin path).  The denormal's products are the only terms of one
+    output row (column) and visible there (3 * 2**-33), where a flush would leave
+    zeros."""
     rng = np.random.default_rng(31)
     M, N, K = 96, 2 * NR * 4 + 7, 300
     A, B, _ = problem(M, N, K, BF16, 0, 0, "none", rng)
@@ -376,6 +378,9 @@ def test_guard_with_pack_b_and_threads(where):
                     line = want[:, c]
                 assert (line.astype(np.float32) == np.float32(3 * 2.0**-33)).all()
                 same_bits(check(A2, B2), want)
-                same_bits(gk.gemm(A2, gk.pack_b(B2, "gemm")), want)
+                pb = gk.pack_b(B2, "gemm")
+                same_bits(gk.gemm(A2, pb), want)
+                row = r if where == "A" else 0
+                same_bits(gk.gemm(A2[row:row + 1], pb), want[row:row + 1])
             same_bits(gk.gemm(A, gk.pack_b(B, "gemm")), check(A, B))
     assert ran_dot_family()  # the dot family runs where nothing is declined

@@ -202,8 +202,8 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    (gk_gemm_set_size_rules) to run the family on every shape.
  *   check_packed     NULL, or the second half of a guard whose scan the packers do while
  *                    packing: gk_gemm_run points gk_gemm_src.ctx of A' and B' at the
- *                    call's gk_gemm_seen (writable; NULL in gk_gemm_pack_b_whole) and
- *                    calls check_packed after the call; 0 = the result may leave the
+ *                    call's gk_gemm_seen (writable; gk_gemm_pack_b_whole at one it keeps
+ *                    with the packing) and calls check_packed after the call; 0 = the result may leave the
  *                    documented bound, and the call runs again on the next family of
  *                    the row, which rewrites all of Y (Y never aliases A', B' or C).  A
  *                    family with it has no ukernel_ldb (B' is packed, so seen).
@@ -214,11 +214,10 @@ struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
  * gk_gemm_kernel): a family-defined minimum per operand (the bfloat16 dot families:
  * gk_bf16_span.lo, 0xffff for nothing seen), which packers of every thread lower
- * atomically through gk_gemm_src.ctx; b_seen == 0 when the call read B' from a
- * pre-packing (its packers never saw B'). */
+ * atomically through gk_gemm_src.ctx.  A call reading a pre-packing of B' takes b_min
+ * from what gk_gemm_pack_b_whole's packers saw, kept with the packing. */
 typedef struct gk_gemm_seen {
     unsigned a_min, b_min;
-    int b_seen;
 } gk_gemm_seen;
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
@@ -522,7 +521,9 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
 
 /* Pre-packed B' (gemmkit.pack_b): all of a k x n B', packed once for family kern in the
  * panels its blocked path reads (per K block of the family's KC, all n columns in nr-wide
- * panels, the block at pc starting round_up(n, nr) * pc elements in).
+ * panels, the block at pc starting round_up(n, nr) * pc elements in; for a family with
+ * check_packed, then, 64-byte aligned, the gk_gemm_seen its packers filled: a call reading
+ * the packing runs the guard on it instead of scanning B' again).
  * gk_gemm_packed_b_size: bytes (0 when k or n <= 0).  gk_gemm_pack_b_whole packs args'
  * B' (b, b_rs, b_cs, k, n) into mem (that size, 64-byte aligned); returns
  * enum gk_gemm_status.  gk_gemm_run_packed is gk_gemm_run reading that packing for args'

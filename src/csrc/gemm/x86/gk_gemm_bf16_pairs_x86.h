@@ -82,47 +82,13 @@ static inline void gk_bf16_transpose16(const __m512i r[16], __m512i out[16])
     }
 }
 
-/* gk_bf16_span.lo (gk_gemm_bf16dot_guard.h) of a rows x cols bfloat16 matrix, element
- * (r, c) at p + r*rs + c*cs bytes: the families' guard scan. */
-static inline unsigned gk_bf16_scan_min(const char *p, ptrdiff_t rs, ptrdiff_t cs,
-                                        ptrdiff_t rows, ptrdiff_t cols)
-{
-    unsigned best = 0xffff;
-    if (gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
-        const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
-        __m512i acc = _mm512_set1_epi16(-1);
-        GK_ALIGNED(64) uint16_t lane[32];
-        for (ptrdiff_t r = 0; r < rows; r++) {
-            const char *row = p + r * rs;
-            ptrdiff_t c = 0;
-            for (; c + 32 <= cols; c += 32) {
-                const __m512i x = _mm512_loadu_si512((const void *)(row + 2 * c));
-                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
-            }
-            if (c < cols) { /* masked-off lanes load 0 -> 0xffff: neutral */
-                const __m512i x = _mm512_maskz_loadu_epi16(gk_bf16_lanes(cols - c), row + 2 * c);
-                acc = _mm512_min_epu16(acc, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
-            }
-        }
-        _mm512_store_si512((void *)lane, acc);
-        for (int i = 0; i < 32; i++)
-            best = lane[i] < best ? lane[i] : best;
-        return best;
-    }
-    {
-        gk_bf16_span s = GK_BF16_SPAN_EMPTY;
-        gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
-        return s.lo;
-    }
-}
-
 /* The guard's scan folded into packing (gk_gemm_kernel.check_packed): every 64-byte vector
  * or 32-bit pair word a packer stores holds real elements or +0 pads (neutral), so the
  * minimum of gk_bf16_span.lo over what it stores is the one over the block it packed.  A
  * packer folds each stored vector / word into a gk_bf16_seen, then publishes it into the
- * call's gk_gemm_seen (src->ctx; NULL in a pre-packing) atomically: the parts of a call
- * pack on several threads.  (GNU __atomic builtins: the groups including this header are
- * built by gcc and clang only, see setup.py.) */
+ * gk_gemm_seen at src->ctx (a call's, or a whole-B' pre-packing's) atomically: the parts
+ * of a call pack on several threads.  (GNU __atomic builtins: the groups including this
+ * header are built by gcc and clang only, see setup.py.) */
 typedef struct gk_bf16_seen {
     __m512i v;
     unsigned s;
@@ -169,13 +135,12 @@ static inline void gk_bf16_seen_publish(const gk_gemm_src *src, int is_b, const 
 }
 
 /* gk_gemm_kernel.check_packed of the x86 bfloat16 dot families: the guard
- * (gk_bf16dot_no_flush) on what the packers saw; B' from a pre-packing is scanned here. */
+ * (gk_bf16dot_no_flush) on what the packers saw (of B', when the call reads a
+ * pre-packing: what packing it saw, kept with it). */
 static inline int gk_bf16_check_packed(const gk_gemm_seen *seen, const struct gk_gemm_args *g)
 {
-    const unsigned b_lo = seen->b_seen ? seen->b_min
-                                       : gk_bf16_scan_min((const char *)g->b, g->b_rs, g->b_cs,
-                                                          g->k, g->n);
-    return gk_bf16dot_no_flush(seen->a_min, b_lo);
+    (void)g;
+    return gk_bf16dot_no_flush(seen->a_min, seen->b_min);
 }
 
 #endif
