@@ -103,8 +103,11 @@ def test_gemm_packed_equals_unpacked(dt, split_everything):
     try:
         for path in _gemm_paths(gk):
             _core._set_isa(path)
-            # thin (in-place path when unpacked), K past the float kc, odd edges
-            for (m, k, n) in [(1, 70, 33), (5, 600, 40), (40, 1100, 100), (70, 130, 129)]:
+            # thin (in-place path when unpacked; packed: 1-3 rows run the family's strip
+            # kernel over the panels, several tiles side by side, then the column tail),
+            # K past the float kc, odd edges
+            for (m, k, n) in [(1, 70, 33), (2, 1100, 231), (3, 530, 200), (5, 600, 40),
+                              (40, 1100, 100), (70, 130, 129)]:
                 for tb in (0, 1):
                     if np.dtype(dt).kind in "iu":
                         a = rng.integers(0, 60, (m, k)).astype(dt)

@@ -123,17 +123,23 @@ typedef void (*gk_gemm_ukernel_ldb_fn)(int kc, const void *a_panel, const void *
                                        int nr_valid, int first);
 
 /* The first `rows` rows of A (1 <= rows <= GK_GEMM_STRIP_ROWS) against ntiles
- * full-width tiles of B' side by side, read in place: for i < rows, j < ntiles * nr,
+ * full-width tiles of B': for i < rows, j < ntiles * nr,
  * c[i*ldc + j] = (first ? +0 : c[i*ldc + j]) + sum_k a(i, k) b(k, j), a(i, k) at
- * element k*mr + i of the packed A panel, B' row k at (const char *)b + k*ldb bytes
- * (ntiles * nr readable elements).  Per output it performs ukernel_ldb's operations with
- * mr_valid == rows in the same order: the same bits.  from_memory: nonzero when B' is
- * larger than the last-level cache, so that its reads come from memory (a kernel may
- * then take its tiles in another order; every output's bits are the same). */
+ * element k*mr + i of the packed A panel; tile t's row k (nr elements of the accumulator
+ * type, all readable) at (const char *)b + t*ldt + k*ldb bytes: B' in place (ldt = nr
+ * elements) or a pre-packing's panels (ldb = nr elements, ldt = a panel).  Per output it
+ * performs ukernel_ldb's operations with mr_valid == rows in the same order: the same
+ * bits.  wide: 0, or where one tile at a time leaves too few sums in flight, so that
+ * the kernel may run several tiles side by side (every output's bits are the same):
+ * GK_GEMM_STRIP_FROM_MEMORY, B' in place but larger than the last-level cache (its
+ * loads dominate), or GK_GEMM_STRIP_PACKED, packed panels (loads hit, the FMA chains are
+ * the limit: a kernel whose wide steps would spill registers keeps to one tile). */
 typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void *b,
-                                         ptrdiff_t ldb, void *c, ptrdiff_t ldc, int rows,
-                                         int ntiles, int first, int from_memory);
+                                         ptrdiff_t ldb, ptrdiff_t ldt, void *c, ptrdiff_t ldc,
+                                         int rows, int ntiles, int first, int wide);
 #define GK_GEMM_STRIP_ROWS 3
+#define GK_GEMM_STRIP_FROM_MEMORY 1
+#define GK_GEMM_STRIP_PACKED 2
 
 /* A kernel family for one element type: micro-kernel, packing format, block sizes and
  * epilogue, chosen together.  Invariants: mc % mr == 0, nc % nr == 0, all block sizes > 0
@@ -175,7 +181,10 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   ukernel_strip    NULL, or ukernel_ldb for 1..GK_GEMM_STRIP_ROWS rows over a whole
  *                    strip of tiles (gk_gemm_ukernel_strip_fn): the in-place path runs
  *                    a product of that few rows (M = 1: a GEMV) through it, one call
- *                    per K block instead of one per tile.
+ *                    per K block instead of one per tile, and so does the blocked path
+ *                    over packed panels (a pre-packed B') where the family also has
+ *                    ukernel_ldb: it stands in for ukernel there, so a copy of a family
+ *                    that swaps ukernel (for ukernel_rounded) clears both.
  *   begin, end       NULL, or called by the blocked path on the thread that runs a part
  *                    of a call, before its first and after its last micro-kernel call
  *                    (an AMX family loads its tile configuration and releases the tiles:
@@ -250,7 +259,7 @@ typedef struct gk_gemm_kernel {
  * setting.  Between calls only, like gk_select_isa. */
 int gk_gemm_set_size_rules(int on);
 /* For tests: B' bytes above which the thin paths treat B' as read from memory (the strip
- * kernels' from_memory, gk_gemm_kernel.kc_thin_t); 0 (the default): the last-level
+ * kernels' wide steps in place, gk_gemm_kernel.kc_thin_t); 0 (the default): the last-level
  * cache's size.  Returns the previous value.  Performance only: the results are the same
  * bits either way. */
 size_t gk_gemm_set_memory_bytes(size_t bytes);

@@ -465,6 +465,7 @@ static void run_case(const spec *s)
             gk_gemm_kernel rk = *kr;
             rk.ukernel = kr->ukernel_rounded;
             rk.ukernel_ldb = NULL;
+            rk.ukernel_strip = NULL;
             memcpy(y, fillpat, ybytes);
             gk_gemm_run(&rk, &g);
             for (size_t b = 0; ok && b < ybytes; b += es)

@@ -315,8 +315,11 @@ int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
     kbuf = *fam;
     const int fma = gk_qlinear_f8_fma_mode == 2 ||
                     (gk_qlinear_f8_fma_mode == 1 && exact_products(&qa, &qb));
-    if (fam->ukernel_rounded != NULL && !fma)
+    if (fam->ukernel_rounded != NULL && !fma) { /* and no kernel that fuses */
         kbuf.ukernel = fam->ukernel_rounded;
+        kbuf.ukernel_ldb = NULL;
+        kbuf.ukernel_strip = NULL;
+    }
     plan.m = p->m;
     plan.n = p->n;
     plan.k = p->k;
