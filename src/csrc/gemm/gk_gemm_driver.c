@@ -542,7 +542,13 @@ static void par_task(void *ctx, ptrdiff_t t, int worker)
 /* Multiply-adds per thread below which a call stays on fewer threads: a thread's share
  * must pay for handing it over (a few us to a spinning worker, 0.1-0.2 ms to a sleeping
  * one under KVM).  Measured on Zen 4, 2 threads in a loop of calls: float32 96^3 (0.9M)
- * stays serial, 128^3 (2M) 1.8x, 256^3 1.9x; float64 128^3 1.8x. */
+ * stays serial, 128^3 (2M) 1.8x, 256^3 1.9x; float64 128^3 1.8x.  A product of fewer than
+ * GK_GEMM_THIN_SPLIT_ROWS rows reads a new element of B for every few multiply-adds, so
+ * each costs more: the threshold scales with M / GK_GEMM_THIN_SPLIT_ROWS, down to 256K
+ * (Zen 5, 2 threads vs 1: float32 1 x 1024 x 1024 1.6x, 2.0x with pack_b, 2 x 768 x 768
+ * 1.6x / 2.0x, float64 1 x 1024 x 1024 1.7x; 1 x 512 x 512 stays serial: float64 there
+ * measured 0.91-1.55x). */
+#define GK_GEMM_THIN_SPLIT_ROWS 4
 static double min_macs_per_thread(int acc)
 {
     return acc == GK_ACC_F64 || acc == GK_ACC_U64 ? (double)(1 << 19) : (double)(1 << 20);
@@ -559,8 +565,13 @@ static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how,
     j.kc_max = kc_max;
     j.prefetch_b = prefetch_b;
     j.status = GK_GEMM_OK;
+    double min_macs = min_macs_per_thread(kern->acc);
+    if (g->m < GK_GEMM_THIN_SPLIT_ROWS) { /* see min_macs_per_thread */
+        min_macs = min_macs * (double)g->m / GK_GEMM_THIN_SPLIT_ROWS;
+        min_macs = min_macs < (double)(1 << 18) ? (double)(1 << 18) : min_macs;
+    }
     threads = gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
-                               min_macs_per_thread(kern->acc), gk_parallel_threads(),
+                               min_macs, gk_parallel_threads(),
                                rows_too, &j.tm, &j.tn);
     if (threads <= 1) {
         const gk_range all = {0, g->m, 0, g->n};
