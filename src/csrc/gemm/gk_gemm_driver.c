@@ -236,7 +236,7 @@ static int drive_range(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                 int jr0 = 0;
                 if (kc > 0)
                     g->pack_a(&g->a, ic, pc, mc, kc, (int)mr, ap);
-                if (strip && mc <= GK_GEMM_STRIP_ROWS && nc >= nr) {
+                if (strip && mc <= GK_GEMM_STRIP_ROWS && mc <= mr && nc >= nr) {
                     const int nt = nc / (int)nr;
                     char *c = (char *)g->acc_y + (ic * g->ld_acc_y + jc) * (ptrdiff_t)esz;
                     kern->ukernel_strip(kc, ap, bp, nr * (ptrdiff_t)esz,
