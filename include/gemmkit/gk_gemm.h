@@ -212,10 +212,11 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   check_packed     NULL, or the second half of a guard whose scan the packers do while
  *                    packing: gk_gemm_run points gk_gemm_src.ctx of A' and B' at the
  *                    call's gk_gemm_seen (writable; gk_gemm_pack_b_whole at one it keeps
- *                    with the packing) and calls check_packed after the call; 0 = the result may leave the
- *                    documented bound, and the call runs again on the next family of
- *                    the row, which rewrites all of Y (Y never aliases A', B' or C).  A
- *                    family with it has no ukernel_ldb (B' is packed, so seen).
+ *                    with the packing) and calls check_packed after the call; 0 = the
+ *                    result may leave the documented bound, and the call runs again on
+ *                    the next family of the row, which rewrites all of Y (Y never
+ *                    aliases A', B' or C).  A family with it has no ukernel_ldb (B' is
+ *                    packed, so seen).
  *   kc_thin_t        0, or the family's own K block of thin A with B' columns contiguous
  *                    along k (run_thin_bt) where B' is larger than the last-level cache
  *                    (otherwise, and for 0: GK_GEMM_THIN_T_KC); a multiple of 32. */
