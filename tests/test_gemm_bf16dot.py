@@ -309,6 +309,43 @@ def test_guard_zeros_and_specials():
     assert (gk.gemm(Z, Z.T).astype(np.float32) == 0).all()
 
 
+@pytest.mark.parametrize("where", ["A", "B"])
+def test_guard_large_exponents(where):
+    """BFMMLA rounds to odd, so its guard also declines a call whose exponents could carry
+    a partial sum to 2**128 (here 2**126 against 1.0 at depth 4-5); the round-to-nearest
+    families (vdpbf16ps, tdpbf16ps) take it.  Which one ran shows in the fingerprint row
+    (FP_A against ones), also when the large element sits in a pack_b (the pack keeps
+    what its packers saw of B'), in one row of A (the thin path) and on two threads.  A
+    sum that does overflow gives inf either way (alpha = 0.5 keeps it from hiding in the
+    rounding to bfloat16), the fallback's bits."""
+    declines = FAM["isa"] == "neonbf16"
+    big = 2.0**126
+    if where == "A":   # row 0 the fingerprint; the large element in A' meets a zero of B'
+        A = bf([FP_A + [big], FP_A + [0.0]])
+        B = bf(np.array([[1.0, 1.0, 1.0, 1.0, 0.0]]).T)
+    else:              # column 0 the fingerprint; the large element in B' column 1
+        A = bf([FP_A + [0.0]])
+        B = bf(np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [big, 0.0, 0.0, 0.0, 0.0]]).T)
+    want = 0.0 if declines else FP_VALUE
+    for threads in (1, 2):
+        with gk.threads(threads):
+            Y = gk.gemm(A, B)
+            assert float(Y[0, 0]) == want
+            same_bits(Y, fallback(A, B)) if declines else check(A, B)
+            assert float(gk.gemm(A, gk.pack_b(B, "gemm"))[0, 0]) == want
+            assert float(gk.gemm(A[:1], gk.pack_b(B, "gemm"))[0, 0]) == want
+    # overflowing sums: inf, the fallback's bits
+    A2 = bf(np.full((MR + 5, 8), 0.5))
+    B2 = bf(np.full((8, 2 * NR + 3), 0.5))
+    A2[3, :2], B2[:2] = bf(2.0**127), bf(1.0)
+    want2 = fallback(A2, B2, None, 0.5)
+    assert np.isinf(want2[3].astype(np.float32)).all()
+    same_bits(gk.gemm(A2, B2, None, 0.5), want2)
+    same_bits(gk.gemm(A2, gk.pack_b(B2, "gemm"), None, 0.5), want2)
+    same_bits(gk.gemm(A2[3:4], B2, None, 0.5), want2[3:4])
+    assert ran_dot_family()
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_tiny_scales_match_a_path(seed):
     """Random data at random scales down to the denormal range: either path, always within

@@ -173,11 +173,6 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    panels kc*mr / kc*nr accumulator-sized elements apart, so a family
  *                    with denser panels (bfloat16 pairs: 2 bytes per element, odd kc
  *                    padded to a pair) leaves the rest of each panel's slot untouched.
- *   accepts          NULL, or a test gk_gemm_run makes before anything else: 0 = this
- *                    family declines this call (its instructions would leave the
- *                    documented bound on these inputs, or the call is too small to pay),
- *                    and the next family of its dispatch row runs it instead
- *                    (gk_gemm_kernel_after).  Reads A and B only; thread-safe.
  *   ukernel_strip    NULL, or ukernel_ldb for 1..GK_GEMM_STRIP_ROWS rows over a whole
  *                    strip of tiles (gk_gemm_ukernel_strip_fn): the in-place path runs
  *                    a product of that few rows (M = 1: a GEMV) through it, one call
@@ -206,7 +201,7 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    deeper than that (AMX tiles: 32) sets a multiple of its step.
  *   min_rows,        0, or the size rule: gk_gemm_run hands a call with fewer rows (M),
  *   min_depth,       a shallower K, or fewer multiply-adds (M*N*K) to the next family of
- *   min_macs         the row, as if accepts had declined it (a family whose setup does not
+ *   min_macs         the row (gk_gemm_kernel_after) instead (a family whose setup does not
  *                    pay on small calls).  Performance only: tests switch the rules off
  *                    (gk_gemm_set_size_rules) to run the family on every shape.
  *   check_packed     NULL, or the second half of a guard whose scan the packers do while
@@ -222,13 +217,15 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    (otherwise, and for 0: GK_GEMM_THIN_T_KC); a multiple of 32. */
 struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
- * gk_gemm_kernel): a family-defined minimum per operand (the bfloat16 dot families:
- * gk_bf16_span.lo, 0xffff for nothing seen), which packers of every thread lower
- * atomically through gk_gemm_src.ctx.  A call reading a pre-packing of B' takes b_min
+ * gk_gemm_kernel): a family-defined minimum and maximum per operand (the bfloat16 dot
+ * families: gk_bf16_span.lo and .hi; 0xffff and 0 for nothing seen), which packers of
+ * every thread lower / raise atomically through gk_gemm_src.ctx (a family whose guard
+ * needs no maximum leaves it).  A call reading a pre-packing of B' takes b_min and b_max
  * from what gk_gemm_pack_b_whole's packers saw, kept with the packing. */
 typedef struct gk_gemm_seen {
-    unsigned a_min, b_min;
+    unsigned a_min, b_min, a_max, b_max;
 } gk_gemm_seen;
+#define GK_GEMM_SEEN_NOTHING {0xffffu, 0xffffu, 0u, 0u}
 typedef struct gk_gemm_kernel {
     const char *isa;      /* "scalar", "avx2", ... */
     int dtype;            /* enum gk_gemm_dtype this family serves */
@@ -243,7 +240,6 @@ typedef struct gk_gemm_kernel {
     gk_gemm_ukernel_fn ukernel_rounded;
     gk_gemm_ukernel_ldb_fn ukernel_ldb;
     int pack_esz;
-    int (*accepts)(const struct gk_gemm_args *args);
     gk_gemm_ukernel_strip_fn ukernel_strip;
     void (*begin)(void);
     void (*end)(void);
@@ -484,7 +480,7 @@ GK_GEMM_DECLARE_PACKERS(u64_avx512)
 /* The family used for `dtype`: its dispatch row's most specific family at or below the
  * selected ISA level (gk_dispatch.h).  NULL for an unknown dtype. */
 const gk_gemm_kernel *gk_gemm_kernel_for(int dtype);
-/* The family that runs a call `kern` declines (gk_gemm_kernel.accepts): the next entry of
+/* The family that runs a call `kern` hands on (its size rule, or check_packed): the next entry of
  * kern's dispatch row that runs at the selected level on this CPU; for a family outside
  * the table, the row's scalar family.  Never NULL for a valid dtype. */
 const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern);
@@ -537,9 +533,9 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
  * gk_gemm_packed_b_size: bytes (0 when k or n <= 0).  gk_gemm_pack_b_whole packs args'
  * B' (b, b_rs, b_cs, k, n) into mem (that size, 64-byte aligned); returns
  * enum gk_gemm_status.  gk_gemm_run_packed is gk_gemm_run reading that packing for args'
- * B', which must be the B' it was packed from, for this same family (a family that
- * declines the call, gk_gemm_kernel.accepts, hands it on without the packing).  Read
- * only: calls may share it. */
+ * B', which must be the B' it was packed from, for this same family (a family whose size
+ * rule or check_packed hands the call on does so without the packing).  Read only: calls
+ * may share it. */
 size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n);
 int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *args, void *mem);
 int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *args,

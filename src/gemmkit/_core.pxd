@@ -189,7 +189,6 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         int mc, kc, nc
         int cache_blocks
         int pack_esz
-        int (*accepts)(const gk_gemm_args *args)
         int kc_sub
         int kc_thin
         int min_rows, min_depth

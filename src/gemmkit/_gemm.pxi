@@ -75,7 +75,7 @@ def _gemm_family_info(dtype):
 
 
 cdef bint _gemm_declines_some(const gk_gemm_kernel *k):
-    return (k.accepts != NULL or k.check_packed != NULL or k.min_rows > 0 or
+    return (k.check_packed != NULL or k.min_rows > 0 or
             k.min_depth > 0 or k.min_macs > 0)
 
 

@@ -1,7 +1,8 @@
 /* The guard of the bfloat16 dot-product families (x86 vdpbf16ps, ARM BFMMLA): when their
  * instructions' fixed floating-point behaviour could leave the float32-accumulation bound,
- * the family declines the call (gk_gemm_kernel.accepts) and the next family of the
- * bfloat16 row (the widening float32 one) runs it.
+ * the call gets the result of the next family of the bfloat16 row (the widening float32
+ * one): the family's packers note what they pack (gk_bf16_span_publish) and its
+ * gk_gemm_kernel.check_packed judges it after the call, which then runs again there.
  *
  * Both instructions read bfloat16 denormals as zero and flush denormal results; ARM's
  * (without FEAT_EBF16's FPCR.EBF) also rounds to odd, where a finite sum too large for
@@ -59,6 +60,25 @@ static inline void gk_bf16_span_scan(gk_bf16_span *s, const char *p, ptrdiff_t r
             memcpy(&h, p + r * rs + c * cs, 2);
             gk_bf16_span_add(s, h);
         }
+}
+
+/* Merges span s into a guard record's minimum *lo_p and maximum *hi_p (a gk_gemm_seen's
+ * a_min / a_max or b_min / b_max; hi_p NULL: a guard that needs no maximum) for
+ * gk_gemm_kernel.check_packed: the parts of one call pack on several threads, so both
+ * are updated atomically (GNU __atomic builtins: the groups including this header are
+ * built by gcc and clang only, see setup.py). */
+static inline void gk_bf16_span_publish(unsigned *lo_p, unsigned *hi_p, gk_bf16_span s)
+{
+    unsigned cur = __atomic_load_n(lo_p, __ATOMIC_RELAXED);
+    while (s.lo < cur &&
+           !__atomic_compare_exchange_n(lo_p, &cur, s.lo, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    if (hi_p == NULL)
+        return;
+    cur = __atomic_load_n(hi_p, __ATOMIC_RELAXED);
+    while (s.hi > cur &&
+           !__atomic_compare_exchange_n(hi_p, &cur, s.hi, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 
 /* Orients a rows x cols matrix (element (r, c) at *p + r * *rs + c * *cs bytes) so that

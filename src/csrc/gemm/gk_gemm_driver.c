@@ -615,15 +615,15 @@ static const gk_gemm_seen *packed_b_seen(const gk_gemm_kernel *kern, ptrdiff_t k
 
 int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed)
 {
-    gk_gemm_seen seen;
+    gk_gemm_seen seen = GK_GEMM_SEEN_NOTHING;
     int rc;
 
     if (kern == NULL || g->dtype < 0 || g->dtype >= GK_DT_COUNT || kern->dtype != g->dtype)
         return GK_GEMM_EINVAL;
-    /* a family may decline a call (gk_gemm_kernel.accepts, or its size rule): the next one
-     * of its row runs it (without the packing, which is the declining family's); rows end
-     * with a scalar family, which accepts everything */
-    while (too_small(kern, g) || (kern->accepts != NULL && !kern->accepts(g))) {
+    /* a family's size rule may hand a call on: the next one of its row runs it (without
+     * the packing, which is the declining family's); rows end with a scalar family, which
+     * has no size rule */
+    while (too_small(kern, g)) {
         kern = gk_gemm_kernel_after(kern);
         b_packed = NULL;
         if (kern == NULL)
@@ -631,9 +631,11 @@ int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *g, const 
     }
     if (g->k <= 0)
         b_packed = NULL;
-    seen.a_min = seen.b_min = 0xffffu;
-    if (b_packed != NULL && kern->check_packed != NULL) /* what packing B' saw */
-        seen.b_min = packed_b_seen(kern, g->k, g->n, b_packed)->b_min;
+    if (b_packed != NULL && kern->check_packed != NULL) { /* what packing B' saw */
+        const gk_gemm_seen *ps = packed_b_seen(kern, g->k, g->n, b_packed);
+        seen.b_min = ps->b_min;
+        seen.b_max = ps->b_max;
+    }
     rc = run_plan(kern, g, b_packed, kern->check_packed != NULL ? &seen : NULL);
     /* the second half of a guard (gk_gemm_kernel.check_packed): the next family runs the
      * call again, rewriting all of Y */
@@ -727,7 +729,7 @@ int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *g)
 /* ---- pre-packed B' (gemmkit.pack_b) ---------------------------------------------------- */
 
 /* The panels' bytes.  A family with check_packed also keeps, at the next multiple of 64
- * bytes after them, the gk_gemm_seen its packers filled while packing B' (b_min), so
+ * bytes after them, the gk_gemm_seen its packers filled while packing B' (b_min, b_max), so
  * that a call reading the packing runs its guard without a pass over B' (that pass was
  * 42% of a bfloat16 call at M = 1, K = N = 4096, and kept two threads from gaining). */
 static size_t packed_b_panels(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n)
@@ -763,8 +765,7 @@ int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *g, void
         return GK_GEMM_EINVAL;
     gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
     KC = k_block(kc0, K); /* K > 0 here */
-    gk_gemm_seen seen;
-    seen.a_min = seen.b_min = 0xffffu;
+    gk_gemm_seen seen = GK_GEMM_SEEN_NOTHING;
     b.p = (const char *)g->b;
     b.rs = g->b_rs;
     b.cs = g->b_cs;

@@ -14,11 +14,14 @@
  * first order, the float32 accumulation bound the C harness checks.  The output is
  * rounded once (RNE) to bfloat16 by gk_gemm_epilogue_bf16, shared with every family.
  *
- * The guard (accepts): the family declines a call whose A' or B' holds a denormal, an
- * infinity or a NaN, or whose exponents could make a product or partial sum denormal
- * (flushed) or reach 2**128 (round to odd may saturate where IEEE gives infinity):
- * gk_gemm_bf16dot_guard.h.  The widening neon family (gk_gemm_f16_neon.c) then runs it,
- * bit for bit that family's result.  Typical data always passes.
+ * The guard: a call whose A' or B' holds a denormal, an infinity or a NaN, or whose
+ * exponents could make a product or partial sum denormal (flushed) or reach 2**128
+ * (round to odd may saturate where IEEE gives infinity), gets the result of the widening
+ * neon family (gk_gemm_f16_neon.c), bit for bit: gk_gemm_bf16dot_guard.h.  The scan is
+ * folded into packing (span_fold below: the packers keep each operand's span, and a
+ * pre-packing of B' keeps B's with it, so a call on it scans nothing) and judged after
+ * the call (gk_gemm_kernel.check_packed): such a call runs again on that family, which
+ * rewrites Y.  Typical data always passes.
  *
  * Speed: no ARM hardware was available to measure it (qemu only checks the arithmetic).
  * A BFMMLA is 16 multiply-adds where a float32 FMLA is 4, so the family is chosen
@@ -111,26 +114,85 @@ static void pack_panel(const char *p, ptrdiff_t ls, ptrdiff_t ds, int kc, int n,
     }
 }
 
+/* ---- the guard's scan, folded into packing ------------------------------------------- */
+
+/* The span (gk_gemm_bf16dot_guard.h) of what the packers stored, per lane.  A panel holds
+ * the block's elements and +0 pads, and +0 is neutral to both ends of a span (lo ignores
+ * zeros, hi starts at 0), so the span of the stored panels is the block's.  The panels
+ * are still in L1 when folded: one min and one max per 8 elements. */
+typedef struct {
+    uint16x8_t lo, hi;
+} span_acc;
+
+static inline span_acc span_acc_init(void)
+{
+    span_acc s;
+    s.lo = vdupq_n_u16(0xffff);
+    s.hi = vdupq_n_u16(0);
+    return s;
+}
+
+/* n (a multiple of 8) stored elements at d */
+static inline void span_fold(span_acc *s, const uint16_t *d, size_t n)
+{
+    const uint16x8_t mag = vdupq_n_u16(0x7fff), one = vdupq_n_u16(1);
+    for (size_t i = 0; i < n; i += 8) {
+        const uint16x8_t x = vandq_u16(vld1q_u16(d + i), mag);
+        s->lo = vminq_u16(s->lo, vsubq_u16(x, one));
+        s->hi = vmaxq_u16(s->hi, x);
+    }
+}
+
+/* into the call's (or the whole-B' packing's) gk_gemm_seen at src->ctx, if any */
+static void span_publish(const gk_gemm_src *src, int is_b, const span_acc *s)
+{
+    gk_gemm_seen *seen = (gk_gemm_seen *)(uintptr_t)src->ctx;
+    gk_bf16_span sp;
+    if (seen == NULL)
+        return;
+    sp.lo = vminvq_u16(s->lo);
+    sp.hi = vmaxvq_u16(s->hi);
+    if (is_b)
+        gk_bf16_span_publish(&seen->b_min, &seen->b_max, sp);
+    else
+        gk_bf16_span_publish(&seen->a_min, &seen->a_max, sp);
+}
+
+/* The elements pack_panel stores for depth kc and width w: 4 per line per depth group, or
+ * one per line (kc == 1). */
+static inline size_t panel_elems(int kc, int w)
+{
+    return kc == 1 ? (size_t)w : (size_t)((kc + 3) / 4) * 4 * (size_t)w;
+}
+
 /* rows [i0, i0+mc) x depth [k0, k0+kc) of A' -> ceil(mc/8) panels, kc*8 floats apart */
 static void pack_a(const gk_gemm_src *a, ptrdiff_t i0, ptrdiff_t k0, int mc, int kc, int mr,
                    void *dst)
 {
+    span_acc s = span_acc_init();
     (void)mr; /* always MR: this family's own packer */
-    for (int p0 = 0; p0 < mc; p0 += MR)
+    for (int p0 = 0; p0 < mc; p0 += MR) {
+        uint16_t *d = (uint16_t *)((float *)dst + (ptrdiff_t)(p0 / MR) * kc * MR);
         pack_panel(a->p + (i0 + p0) * a->rs + k0 * a->cs, a->rs, a->cs, kc,
-                   mc - p0 < MR ? mc - p0 : MR, MR,
-                   (uint16_t *)((float *)dst + (ptrdiff_t)(p0 / MR) * kc * MR));
+                   mc - p0 < MR ? mc - p0 : MR, MR, d);
+        span_fold(&s, d, panel_elems(kc, MR));
+    }
+    span_publish(a, 0, &s);
 }
 
 /* depth [k0, k0+kc) x columns [j0, j0+nc) of B' -> ceil(nc/8) panels, kc*8 floats apart */
 static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int nc, int nr,
                    void *dst)
 {
+    span_acc s = span_acc_init();
     (void)nr; /* always NR */
-    for (int q0 = 0; q0 < nc; q0 += NR)
+    for (int q0 = 0; q0 < nc; q0 += NR) {
+        uint16_t *d = (uint16_t *)((float *)dst + (ptrdiff_t)(q0 / NR) * kc * NR);
         pack_panel(b->p + k0 * b->rs + (j0 + q0) * b->cs, b->cs, b->rs, kc,
-                   nc - q0 < NR ? nc - q0 : NR, NR,
-                   (uint16_t *)((float *)dst + (ptrdiff_t)(q0 / NR) * kc * NR));
+                   nc - q0 < NR ? nc - q0 : NR, NR, d);
+        span_fold(&s, d, panel_elems(kc, NR));
+    }
+    span_publish(b, 1, &s);
 }
 
 /* ---- micro-kernel ------------------------------------------------------------------------ */
@@ -207,44 +269,13 @@ static void ukernel(int kc, const void *a_panel, const void *b_panel, void *c, p
 
 /* ---- the guard ------------------------------------------------------------------------------ */
 
-/* The span (gk_gemm_bf16dot_guard.h) of a rows x cols bfloat16 matrix, element (r, c) at
- * p + r*rs + c*cs bytes; 8 elements per vector along contiguous rows or columns. */
-static gk_bf16_span scan(const char *p, ptrdiff_t rs, ptrdiff_t cs, ptrdiff_t rows,
-                         ptrdiff_t cols)
+/* gk_gemm_kernel.check_packed: both rules of gk_gemm_bf16dot_guard.h on the spans the
+ * packers saw (of B', for a call reading a pre-packing: what packing it saw, kept with
+ * it). */
+static int check_packed(const gk_gemm_seen *seen, const struct gk_gemm_args *g)
 {
-    gk_bf16_span s = GK_BF16_SPAN_EMPTY;
-    if (!gk_bf16_rows_contiguous(&rs, &cs, &rows, &cols)) {
-        gk_bf16_span_scan(&s, p, rs, cs, rows, cols);
-        return s;
-    }
-    const uint16x8_t mag = vdupq_n_u16(0x7fff), one = vdupq_n_u16(1);
-    uint16x8_t lo = vdupq_n_u16(0xffff), hi = vdupq_n_u16(0);
-    for (ptrdiff_t r = 0; r < rows; r++) {
-        const char *row = p + r * rs;
-        ptrdiff_t c = 0;
-        for (; c + 8 <= cols; c += 8) {
-            const uint16x8_t x =
-                vandq_u16(vreinterpretq_u16_u8(vld1q_u8((const uint8_t *)(row + 2 * c))), mag);
-            lo = vminq_u16(lo, vsubq_u16(x, one));
-            hi = vmaxq_u16(hi, x);
-        }
-        gk_bf16_span_scan(&s, row + 2 * c, 0, 2, 1, cols - c);
-    }
-    if (vminvq_u16(lo) < s.lo)
-        s.lo = vminvq_u16(lo);
-    if (vmaxvq_u16(hi) > s.hi)
-        s.hi = vmaxvq_u16(hi);
-    return s;
-}
-
-static int accepts(const struct gk_gemm_args *g)
-{
-    gk_bf16_span sa, sb;
-    if (g->m == 0 || g->n == 0 || g->k == 0)
-        return 1; /* no product at all */
-    sa = scan((const char *)g->a, g->a_rs, g->a_cs, g->m, g->k);
-    sb = scan((const char *)g->b, g->b_rs, g->b_cs, g->k, g->n);
-    return gk_bf16dot_no_flush(sa.lo, sb.lo) && gk_bf16dot_no_overflow(sa.hi, sb.hi, g->k);
+    return gk_bf16dot_no_flush(seen->a_min, seen->b_min) &&
+           gk_bf16dot_no_overflow(seen->a_max, seen->b_max, g->k);
 }
 
 const gk_gemm_kernel gk_gemm_bf16_neonbf16 = {
@@ -254,5 +285,5 @@ const gk_gemm_kernel gk_gemm_bf16_neonbf16 = {
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
     2,       /* pack_esz: bfloat16 panels */
-    accepts, /* the guard above */
+    .check_packed = check_packed,
 };

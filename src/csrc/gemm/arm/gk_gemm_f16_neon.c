@@ -108,7 +108,7 @@ const gk_gemm_kernel gk_gemm_f16_neon = {
     1, /* cache_blocks */
     gk_gemm_f32_neon_8x12_ukernel_rounded,
     NULL, /* ukernel_ldb: B' is 16-bit, always packed */
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_bf16_neon = {
     "neon", GK_DT_BF16, GK_ACC_F32, 8, 12, 128, 256, 1536,
@@ -117,5 +117,5 @@ const gk_gemm_kernel gk_gemm_bf16_neon = {
     1, /* cache_blocks */
     gk_gemm_f32_neon_8x12_ukernel_rounded,
     NULL, /* ukernel_ldb: B' is 16-bit, always packed */
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

@@ -43,5 +43,5 @@ const gk_gemm_kernel gk_gemm_f32_neon = {
     1, /* cache_blocks */
     gk_gemm_f32_neon_8x12_ukernel_rounded,
     gk_gemm_f32_neon_8x12_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

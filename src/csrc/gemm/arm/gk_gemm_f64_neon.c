@@ -39,5 +39,5 @@ const gk_gemm_kernel gk_gemm_f64_neon = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: only the float32 family needs it */
     gk_gemm_f64_neon_8x6_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

@@ -38,7 +38,7 @@ const gk_gemm_kernel gk_gemm_i32_neon = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer sums are exact */
     gk_gemm_u32_neon_8x12_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u32_neon = {
     "neon", GK_DT_U32, GK_ACC_U32, 8, 12, 128, 256, 1536,
@@ -47,5 +47,5 @@ const gk_gemm_kernel gk_gemm_u32_neon = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer sums are exact */
     gk_gemm_u32_neon_8x12_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

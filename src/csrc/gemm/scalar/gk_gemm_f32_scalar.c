@@ -18,19 +18,19 @@ const gk_gemm_kernel gk_gemm_f16_scalar = {
     gk_gemm_pack_a_f16, gk_gemm_pack_b_f16, gk_gemm_f32_scalar_4x4_ukernel,
     gk_gemm_epilogue_f16,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_bf16_scalar = {
     "scalar", GK_DT_BF16, GK_ACC_F32, 4, 4, 128, 256, 1024,
     gk_gemm_pack_a_bf16, gk_gemm_pack_b_bf16, gk_gemm_f32_scalar_4x4_ukernel,
     gk_gemm_epilogue_bf16,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_f32_scalar = {
     "scalar", GK_DT_F32, GK_ACC_F32, 4, 4, 128, 256, 1024,
     gk_gemm_pack_a_f32, gk_gemm_pack_b_f32, gk_gemm_f32_scalar_4x4_ukernel,
     gk_gemm_epilogue_f32,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };

@@ -18,5 +18,5 @@ const gk_gemm_kernel gk_gemm_f64_scalar = {
     gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, gk_gemm_f64_scalar_4x4_ukernel,
     gk_gemm_epilogue_f64,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };

@@ -52,42 +52,42 @@ static const gk_gemm_kernel wide_f32_14x32 = {
     gk_gemm_pack_a_f32, gk_gemm_pack_b_f32, gk_gemm_f32_scalar_14x32_ukernel,
     gk_gemm_epilogue_f32,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 static const gk_gemm_kernel wide_f16_6x64 = {
     "scalar-6x64", GK_DT_F16, GK_ACC_F32, 6, 64, 120, 256, 1024,
     gk_gemm_pack_a_f16, gk_gemm_pack_b_f16, gk_gemm_f32_scalar_6x64_ukernel,
     gk_gemm_epilogue_f16,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 static const gk_gemm_kernel wide_bf16_16x64 = {
     "scalar-16x64", GK_DT_BF16, GK_ACC_F32, 16, 64, 128, 256, 1024,
     gk_gemm_pack_a_bf16, gk_gemm_pack_b_bf16, gk_gemm_f32_scalar_16x64_ukernel,
     gk_gemm_epilogue_bf16,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 static const gk_gemm_kernel wide_f64_32x32 = {
     "scalar-32x32", GK_DT_F64, GK_ACC_F64, 32, 32, 64, 256, 512,
     gk_gemm_pack_a_f64, gk_gemm_pack_b_f64, gk_gemm_f64_scalar_32x32_ukernel,
     gk_gemm_epilogue_f64,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 static const gk_gemm_kernel wide_i32_32x32 = {
     "scalar-32x32", GK_DT_I32, GK_ACC_U32, 32, 32, 128, 256, 1024,
     gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_scalar_32x32_ukernel,
     gk_gemm_epilogue_i32,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 static const gk_gemm_kernel wide_u64_16x64 = {
     "scalar-16x64", GK_DT_U64, GK_ACC_U64, 16, 64, 64, 256, 512,
     gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_scalar_16x64_ukernel,
     gk_gemm_epilogue_u64,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 
 const gk_gemm_kernel *const gk_gemm_wide_tile_families[] = {

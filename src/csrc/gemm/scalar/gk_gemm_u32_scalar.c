@@ -20,12 +20,12 @@ const gk_gemm_kernel gk_gemm_i32_scalar = {
     gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_scalar_4x4_ukernel,
     gk_gemm_epilogue_i32,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u32_scalar = {
     "scalar", GK_DT_U32, GK_ACC_U32, 4, 4, 128, 256, 1024,
     gk_gemm_pack_a_u32, gk_gemm_pack_b_u32, gk_gemm_u32_scalar_4x4_ukernel,
     gk_gemm_epilogue_u32,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };

@@ -19,12 +19,12 @@ const gk_gemm_kernel gk_gemm_i64_scalar = {
     gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_scalar_4x4_ukernel,
     gk_gemm_epilogue_i64,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u64_scalar = {
     "scalar", GK_DT_U64, GK_ACC_U64, 4, 4, 64, 256, 512,
     gk_gemm_pack_a_u64, gk_gemm_pack_b_u64, gk_gemm_u64_scalar_4x4_ukernel,
     gk_gemm_epilogue_u64,
     0, NULL, NULL, /* fixed cache blocks; ukernel rounds each product; B always packed */
-    0, NULL,       /* panels of accumulators; accepts every call */
+    0,             /* panels of accumulators */
 };

@@ -324,7 +324,6 @@ const gk_gemm_kernel gk_gemm_bf16_amxbf16 = {
     NULL,    /* ukernel_rounded: not used (QLinearMatMul runs the float32 family) */
     NULL,    /* ukernel_ldb: bfloat16 output needs the float32 workspace anyway */
     2,       /* pack_esz: bfloat16 halves of the pair words */
-    NULL,    /* accepts: the guard runs on what the packers saw (check_packed) */
     NULL,    /* ukernel_strip */
     begin, end,
     KC_SUB,  /* kc_sub: see the header */

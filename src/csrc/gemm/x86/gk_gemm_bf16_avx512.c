@@ -42,5 +42,5 @@ const gk_gemm_kernel gk_gemm_bf16_avx512 = {
     1, /* cache_blocks */
     gk_gemm_f32_avx512_14x32_ukernel_rounded_ext, /* ukernel_rounded */
     NULL, /* ukernel_ldb: Y is 16-bit, the sums live in a float32 workspace */
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

@@ -86,9 +86,8 @@ static inline void gk_bf16_transpose16(const __m512i r[16], __m512i out[16])
  * or 32-bit pair word a packer stores holds real elements or +0 pads (neutral), so the
  * minimum of gk_bf16_span.lo over what it stores is the one over the block it packed.  A
  * packer folds each stored vector / word into a gk_bf16_seen, then publishes it into the
- * gk_gemm_seen at src->ctx (a call's, or a whole-B' pre-packing's) atomically: the parts
- * of a call pack on several threads.  (GNU __atomic builtins: the groups including this
- * header are built by gcc and clang only, see setup.py.) */
+ * gk_gemm_seen at src->ctx (a call's, or a whole-B' pre-packing's) with
+ * gk_bf16_span_publish. */
 typedef struct gk_bf16_seen {
     __m512i v;
     unsigned s;
@@ -121,17 +120,13 @@ static inline void gk_bf16_seen_publish(const gk_gemm_src *src, int is_b, const 
 {
     GK_ALIGNED(64) uint16_t lane[32];
     gk_gemm_seen *call = (gk_gemm_seen *)(uintptr_t)src->ctx;
-    unsigned lo = sn->s, *p, cur;
+    gk_bf16_span sp = {sn->s, 0u};
     if (call == NULL)
         return;
     _mm512_store_si512((void *)lane, sn->v);
     for (int i = 0; i < 32; i++)
-        lo = lane[i] < lo ? lane[i] : lo;
-    p = is_b ? &call->b_min : &call->a_min;
-    cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (lo < cur && !__atomic_compare_exchange_n(p, &cur, lo, 1, __ATOMIC_RELAXED,
-                                                    __ATOMIC_RELAXED)) {
-    }
+        sp.lo = lane[i] < sp.lo ? lane[i] : sp.lo;
+    gk_bf16_span_publish(is_b ? &call->b_min : &call->a_min, NULL, sp); /* no maximum needed */
 }
 
 /* gk_gemm_kernel.check_packed of the x86 bfloat16 dot families: the guard

@@ -18,5 +18,5 @@ const gk_gemm_kernel gk_gemm_bf16_sse41 = {
     1,    /* cache_blocks */
     NULL, /* ukernel_rounded: ukernel rounds every product */
     NULL, /* ukernel_ldb: Y is 16-bit, the sums live in a float32 workspace */
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

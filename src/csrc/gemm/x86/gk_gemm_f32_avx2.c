@@ -61,7 +61,7 @@ const gk_gemm_kernel gk_gemm_f32_avx2 = {
     1, /* cache_blocks */
     gk_gemm_f32_avx2_6x16_ukernel_rounded, /* ukernel_rounded */
     gk_gemm_f32_avx2_6x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
     gk_gemm_f32_avx2_6x16_ukernel_strip, /* ukernel_strip: M = 1..3 */
 };
 

@@ -62,7 +62,7 @@ const gk_gemm_kernel gk_gemm_f32_avx512 = {
     1, /* cache_blocks */
     gk_gemm_f32_avx512_14x32_ukernel_rounded, /* ukernel_rounded */
     gk_gemm_f32_avx512_14x32_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
     gk_gemm_f32_avx512_14x32_ukernel_strip, /* ukernel_strip: M = 1..3 */
     .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };

@@ -35,7 +35,7 @@ const gk_gemm_kernel gk_gemm_f32_sse41 = {
     1,    /* cache_blocks */
     NULL, /* ukernel_rounded: ukernel rounds every product */
     gk_gemm_f32_sse41_6x8_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 
 /* The same micro-kernel with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16

@@ -59,6 +59,6 @@ const gk_gemm_kernel gk_gemm_f64_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded */
     gk_gemm_f64_avx512_14x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
     gk_gemm_f64_avx512_14x16_ukernel_strip, /* ukernel_strip: M = 1..3 */
 };

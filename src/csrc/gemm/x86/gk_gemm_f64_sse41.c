@@ -34,5 +34,5 @@ const gk_gemm_kernel gk_gemm_f64_sse41 = {
     1,    /* cache_blocks */
     NULL, /* ukernel_rounded: ukernel rounds every product */
     gk_gemm_f64_sse41_6x4_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

@@ -64,7 +64,7 @@ const gk_gemm_kernel gk_gemm_i32_avx2 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx2_6x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u32_avx2 = {
     "avx2", GK_DT_U32, GK_ACC_U32, 6, 16, 144, 256, 2048,
@@ -73,5 +73,5 @@ const gk_gemm_kernel gk_gemm_u32_avx2 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx2_6x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

@@ -66,7 +66,7 @@ const gk_gemm_kernel gk_gemm_i32_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
     .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };
 const gk_gemm_kernel gk_gemm_u32_avx512 = {
@@ -76,6 +76,6 @@ const gk_gemm_kernel gk_gemm_u32_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u32_avx512_14x32_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
     .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
 };

@@ -217,7 +217,7 @@ const gk_gemm_kernel gk_gemm_i64_avx2 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u64_avx2_2x8_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u64_avx2 = {
     "avx2", GK_DT_U64, GK_ACC_U64, MR, NR, 96, 256, 1024,
@@ -226,5 +226,5 @@ const gk_gemm_kernel gk_gemm_u64_avx2 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u64_avx2_2x8_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };

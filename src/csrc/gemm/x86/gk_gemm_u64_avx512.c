@@ -64,7 +64,7 @@ const gk_gemm_kernel gk_gemm_i64_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u64_avx512_14x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
 const gk_gemm_kernel gk_gemm_u64_avx512 = {
     "avx512", GK_DT_U64, GK_ACC_U64, 14, 16, 168, 256, 1024,
@@ -73,5 +73,5 @@ const gk_gemm_kernel gk_gemm_u64_avx512 = {
     1, /* cache_blocks */
     NULL, /* ukernel_rounded: integer products are exact */
     gk_gemm_u64_avx512_14x16_ukernel_ldb,
-    0, NULL, /* pack_esz: panels of accumulators; accepts: every call */
+    0,       /* pack_esz: panels of accumulators */
 };
