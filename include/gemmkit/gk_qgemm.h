@@ -79,7 +79,7 @@ typedef struct gk_qepi {
     int32_t *part;             /* partial sums, see gk_qepi_part_at */
     ptrdiff_t part_ld;         /* row stride of part in elements (column stride is 1) */
     int32_t part_m0, part_n0;  /* the (m, n) of part[0] */
-    /* Optional (the driver gives them for int32 outputs), the zero-point correction when
+    /* Optional (the blocked driver gives them), the zero-point correction when
      * it separates (za one value over all rows, zb one over all columns, as for
      * per-tensor zero points):
      *     rowsum[m] * zb[n] + za[m] * colcorr[n] == row_corr[m] + col_corr[n]  (mod 2**32)

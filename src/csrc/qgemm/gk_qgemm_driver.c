@@ -583,9 +583,9 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
     /* za one value over the rows and zb one over the columns: the correction separates
-     * (handed to the kernels for int32 outputs, where it saves two vpmulld per vector;
-     * next to a requantization it is not worth the kernel code) */
-    const int separable = !requant && all_equal(za, M) && all_equal(zb, N);
+     * (two subtractions per vector instead of two vpmulld: the int32 outputs of the
+     * x86 families and the requantizing tile epilogue of avx512vnni) */
+    const int separable = all_equal(za, M) && all_equal(zb, N);
 
     gk_qepi epi;
     memset(&epi, 0, sizeof epi);
