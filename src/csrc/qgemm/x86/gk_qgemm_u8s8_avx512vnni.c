@@ -64,56 +64,6 @@ static void gk_qgemm_u8s8_avx512vnni_pack_b(int k, int nc, const uint8_t *b, ptr
 #define GK_DPBUSD512(acc, x, y) ((acc) = _mm512_dpbusd_epi32((acc), (x), (y)))
 #endif
 
-/* The requantizing epilogue of a whole tile whose multipliers and output zero points do
- * not vary by row (per tensor or per column: QLinearMatMul's usual case): they are widened
- * once per column vector, not once per output vector, and the zero-point correction is
- * the separable one where the driver gives it (gk_qepi.row_corr / col_corr: two
- * subtractions instead of two vpmulld).  e is copied to a local first, so that the stores
- * to y (int8: they may alias anything in memory) do not reload its fields.  The same
- * arithmetic as gk_qepi_zmm_dot, bit for bit. */
-GK_ALWAYS_INLINE void gk_avx512vnni_tile_requant(const gk_qepi *e0, int m0, int n0,
-                                                 __m512i acc[GK_AVX512VNNI_MR][GK_AVX512VNNI_NV])
-{
-    const gk_qepi e = *e0;
-    const __mmask16 all = (__mmask16)0xFFFF;
-    const int u8 = e.kind == GK_QOUT_U8;
-    const __m512d lo = gk_qepi_zmm_clamp_lo(u8), hi = gk_qepi_zmm_clamp_hi(u8);
-    __m512d mlo[GK_AVX512VNNI_NV], mhi[GK_AVX512VNNI_NV], zlo[GK_AVX512VNNI_NV], zhi[GK_AVX512VNNI_NV];
-    __m512i ca[GK_AVX512VNNI_NV], cb[GK_AVX512VNNI_NV];
-    GK_UNROLL(4)
-    for (int v = 0; v < GK_AVX512VNNI_NV; v++) {
-        gk_qepi_zmm_load_mz(&e, m0, n0 + 16 * v, &mlo[v], &mhi[v], &zlo[v], &zhi[v], all);
-        if (e.row_corr) {
-            ca[v] = _mm512_loadu_si512((const void *)(e.col_corr + n0 + 16 * v));
-        } else {
-            ca[v] = _mm512_loadu_si512((const void *)(e.b_zp + n0 + 16 * v));
-            cb[v] = _mm512_loadu_si512((const void *)(e.b_colcorr + n0 + 16 * v));
-        }
-    }
-    int8_t *yp = (int8_t *)e.y + (ptrdiff_t)m0 * e.ldy + n0;
-    GK_UNROLL(8)
-    for (int i = 0; i < GK_AVX512VNNI_MR; i++) {
-        __m512i y[GK_AVX512VNNI_NV];
-        if (e.row_corr) {
-            const __m512i r = _mm512_set1_epi32(e.row_corr[m0 + i]);
-            GK_UNROLL(4)
-            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-                y[v] = _mm512_sub_epi32(_mm512_sub_epi32(acc[i][v], r), ca[v]);
-        } else {
-            const __m512i rs = _mm512_set1_epi32(e.a_rowsum[m0 + i]);
-            const __m512i za = _mm512_set1_epi32(e.a_zp[m0 + i]);
-            GK_UNROLL(4)
-            for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-                y[v] = _mm512_sub_epi32(_mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(rs, ca[v])),
-                                        _mm512_mullo_epi32(za, cb[v]));
-        }
-        GK_UNROLL(4)
-        for (int v = 0; v < GK_AVX512VNNI_NV; v++)
-            gk_qepi_zmm_store_q(yp + (ptrdiff_t)i * e.ldy + 16 * v, y[v], mlo[v], mhi[v], zlo[v],
-                                zhi[v], lo, hi, u8, all);
-    }
-}
-
 /* The epilogue of a whole tile (mode NONE or FINISH: acc holds the whole depth's raw dot
  * products), every lane valid; needs gk_x86_epi_vector_ok(e).  Inlined, so that acc stays
  * in registers; e's fields are read into locals first (the build has no strict aliasing:
@@ -144,7 +94,7 @@ GK_ALWAYS_INLINE void gk_avx512vnni_tile_epilogue(const gk_qepi *e, int m0, int 
         return;
     }
     if (e->kind != GK_QOUT_I32 && e->mult_rs == 0 && e->yzp_rs == 0) {
-        gk_avx512vnni_tile_requant(e, m0, n0, acc);
+        gk_qepi_zmm_tile_requant(e, m0, n0, GK_AVX512VNNI_MR, GK_AVX512VNNI_NV, &acc[0][0]);
         return;
     }
     __m512i bzp[GK_AVX512VNNI_NV], cc[GK_AVX512VNNI_NV];
