@@ -583,8 +583,8 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
     for (int j = 0; j < N; j++)
         zb[j] = (p->b_zp ? load_q(p->b_zp + j * p->b_zp_cs, p->b_signed) : 0) - b_shift;
     /* za one value over the rows and zb one over the columns: the correction separates
-     * (two subtractions per vector instead of two vpmulld: the int32 outputs of the
-     * x86 families and the requantizing tile epilogue of avx512vnni) */
+     * (two subtractions per vector instead of two vpmulld: the x86 families' int32
+     * outputs and their requantizing tile epilogue, gk_qepi_x86.inc) */
     const int separable = all_equal(za, M) && all_equal(zb, N);
 
     gk_qepi epi;
