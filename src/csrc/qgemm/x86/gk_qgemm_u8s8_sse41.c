@@ -16,7 +16,7 @@
 #include "gk_qpack_pair.h"
 
 #define GK_EPI_LANES 4
-#include "gk_qepi_x86.inc" /* gk_qepi_xmm_dot */
+#include "gk_qepi_x86.inc" /* gk_qepi_xmm_dot, gk_qepi_xmm_tile_requant */
 
 #define GK_SSE41_MR 4
 #define GK_SSE41_NR 8
@@ -85,6 +85,11 @@ static void gk_qgemm_u8s8_sse41_4x8_ukernel(int mr_valid, int nr_valid, int kp, 
         (void)gk_qepi_xmm_part(e, m0 + 3, n0 + 4, &c31);
         if (!finishes)
             return;
+    }
+    if (e->kind != GK_QOUT_I32 && e->mult_rs == 0 && e->yzp_rs == 0) {
+        const __m128i acc[GK_SSE41_MR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31};
+        gk_qepi_xmm_tile_requant(e, m0, n0, GK_SSE41_MR, 2, acc);
+        return;
     }
     __m128i z0 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0));
     __m128i z1 = _mm_loadu_si128((const __m128i *)(e->b_zp + n0 + 4));
