@@ -549,9 +549,14 @@ static void par_task(void *ctx, ptrdiff_t t, int worker)
  * 1.6x / 2.0x, float64 1 x 1024 x 1024 1.7x; 1 x 512 x 512 stays serial: float64 there
  * measured 0.91-1.55x). */
 #define GK_GEMM_THIN_SPLIT_ROWS 4
-static double min_macs_per_thread(int acc)
+static double min_macs_per_thread(int acc, ptrdiff_t m)
 {
-    return acc == GK_ACC_F64 || acc == GK_ACC_U64 ? (double)(1 << 19) : (double)(1 << 20);
+    const double base =
+        acc == GK_ACC_F64 || acc == GK_ACC_U64 ? (double)(1 << 19) : (double)(1 << 20);
+    const double thin = base * (double)m / GK_GEMM_THIN_SPLIT_ROWS;
+    if (m >= GK_GEMM_THIN_SPLIT_ROWS)
+        return base;
+    return thin < (double)(1 << 18) ? (double)(1 << 18) : thin;
 }
 
 static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how, int kc_max,
@@ -565,13 +570,8 @@ static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how,
     j.kc_max = kc_max;
     j.prefetch_b = prefetch_b;
     j.status = GK_GEMM_OK;
-    double min_macs = min_macs_per_thread(kern->acc);
-    if (g->m < GK_GEMM_THIN_SPLIT_ROWS) { /* see min_macs_per_thread */
-        min_macs = min_macs * (double)g->m / GK_GEMM_THIN_SPLIT_ROWS;
-        min_macs = min_macs < (double)(1 << 18) ? (double)(1 << 18) : min_macs;
-    }
     threads = gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
-                               min_macs, gk_parallel_threads(),
+                               min_macs_per_thread(kern->acc, g->m), gk_parallel_threads(),
                                rows_too, &j.tm, &j.tn);
     if (threads <= 1) {
         const gk_range all = {0, g->m, 0, g->n};
