@@ -109,6 +109,33 @@ def test_several_a_blocks(isa, dt, w_where):
             _check(A, W, C, 5.0 if dt.kind in "iu" else 0.5, 2.0)
 
 
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_grouped_tiles(isa, dt, w_where):
+    """1..3 rows against W of many column tiles.  A family with thin_t_tiles (the float32
+    / float64 FMA families) packs that many full tiles together and runs them as one
+    strip where W fits half the last-level cache ("cached" here; "from_memory" runs them
+    tile by tile): whole groups, a partial last group, a column tail, across K blocks and
+    A blocks.  The bits are those of tile by tile (and of W.T row-major)."""
+    f = _core._gemm_family_info(dt)
+    mr, nr, KT = f["mr"], f["nr"], _kt(f, w_where)
+    if f["isa"] in ("avx2", "avx512") and dt in (F32, F64) and \
+            not (f["isa"] == "avx512" and dt == F64):
+        assert f["thin_t_tiles"] == 4, f  # the families it was measured on
+    tt = max(f["thin_t_tiles"], 1)
+    esz = 8 if dt.itemsize == 8 else 4
+    l2 = gk.cpu_info()["caches"]["l2"] or (1 << 20)
+    kb = max(KT, l2 // 2 // (mr * esz) // KT * KT)  # A's block for one row panel
+    rng = np.random.default_rng(31)
+    shapes = [(tt * nr, KT + 1), (2 * tt * nr + nr + 7, 2 * KT + 3),
+              ((tt + 1) * nr + nr // 2, 300), (3 * tt * nr - 1, 5), (2 * tt * nr, kb + KT + 5)]
+    for M in range(1, min(3, mr) + 1):
+        for i, (N, K) in enumerate(shapes):
+            cshape = ["N", "MN", "none", "M1", "scalar"][(M + i) % 5]
+            A, W, C = problem(M, N, K, dt, 0, 1, cshape, rng)
+            alpha = 1.0 if cshape == "none" else (3.0 if dt.kind in "iu" else 0.75)
+            _check(A, W, C, alpha, 0.5 if dt.kind == "f" else 2.0)
+
+
 @pytest.mark.parametrize("dt", [F32, BF16, F64, I64], ids=str)
 def test_w_layouts(isa, dt, w_where):
     """W with a negative row stride, rows wider than K, and a transposed view of a

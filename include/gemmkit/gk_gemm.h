@@ -214,7 +214,11 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    packed, so seen).
  *   kc_thin_t        0, or the family's own K block of thin A with B' columns contiguous
  *                    along k (run_thin_bt) where B' is larger than the last-level cache
- *                    (otherwise, and for 0: GK_GEMM_THIN_T_KC); a multiple of 32. */
+ *                    (otherwise, and for 0: GK_GEMM_THIN_T_KC); a multiple of 32.
+ *   thin_t_tiles     0, or the full column tiles run_thin_bt packs together and runs
+ *                    as one ukernel_strip call (GK_GEMM_STRIP_PACKED) for 1..
+ *                    GK_GEMM_STRIP_ROWS rows where B' fits half the last-level cache
+ *                    (needs ukernel_strip; the same bits as tile by tile). */
 struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
  * gk_gemm_kernel): a family-defined minimum and maximum per operand (the bfloat16 dot
@@ -249,6 +253,7 @@ typedef struct gk_gemm_kernel {
     ptrdiff_t min_macs;
     int (*check_packed)(const gk_gemm_seen *seen, const struct gk_gemm_args *args);
     int kc_thin_t;
+    int thin_t_tiles;
 } gk_gemm_kernel;
 
 /* Switches the families' size rules (gk_gemm_kernel.min_rows / ...) on (1, the
@@ -303,6 +308,12 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * the LLC only; avx2 (16 lines per panel) and float64 avx512 were 0.83x / neutral at 256
  * and keep 64. */
 #define GK_GEMM_THIN_T_KC 64
+/* The thin_t_tiles of the float32 / float64 FMA families (avx2, and float32 avx512): 4
+ * tiles per group.  Zen 5, one thread, B' in cache, against tile by tile: float32 avx512
+ * M = 1 1x768x768 / 768x3072 / 3072x768 / 1024x4096 1.14x / 1.2x / 1.09x / 1.04-1.12x,
+ * M = 2 1.07x, M = 3 1.0x; avx2 float32 1.2-1.3x (M = 1..3), float64 1.2-1.3x (M = 1, 2);
+ * float64 avx512 0.97-0.98x: not used there. */
+#define GK_GEMM_THIN_T_TILES 4
 /* The kc_thin_t of families with 32 lines of W per panel (avx512 float32 / int32 /
  * uint32; see above): runs of 1 KB per line. */
 #define GK_GEMM_THIN_T_KC_32_LINES 256

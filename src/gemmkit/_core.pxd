@@ -195,6 +195,7 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
         Py_ssize_t min_macs
         void *check_packed
         int kc_thin_t
+        int thin_t_tiles
         void *ukernel_rounded
     int gk_gemm_set_size_rules(int on)
     enum: GK_GEMM_THIN_T_KC

@@ -45,7 +45,9 @@ def _gemm_family_info(dtype):
     blocks, M beyond mc in row blocks, N beyond nc in column stripes), "kc_sub" (0, or the
     depth of the sub-blocks a K block runs in), "kc_thin" (0, or its own K block of thin
     products), "kc_thin_t" / "kc_thin_t_memory" (the K block of thin products with a
-    transposed B', cached / larger than the last-level cache), the size
+    transposed B', cached / larger than the last-level cache), "thin_t_tiles" (0, or the
+    column tiles such a product with 1..3 rows runs as one strip where B' fits half the
+    last-level cache), the size
     rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
     a shallower K or fewer multiply-adds run on the fallback; 0: none), "fused" (its
     micro-kernel fuses multiply and add and it brings a separately rounded one too) and
@@ -69,6 +71,7 @@ def _gemm_family_info(dtype):
             "kc_thin": k.kc_thin,
             "kc_thin_t": GK_GEMM_THIN_T_KC,
             "kc_thin_t_memory": k.kc_thin_t if k.kc_thin_t > 0 else GK_GEMM_THIN_T_KC,
+            "thin_t_tiles": k.thin_t_tiles,
             "min_rows": k.min_rows, "min_depth": k.min_depth,
             "min_macs": k.min_macs, "fused": k.ukernel_rounded != NULL,
             "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}

@@ -640,6 +640,14 @@ static void test_type(int dt)
                         j % 3 ? LAY_COL : LAY_ODDCOL, rnd_in(0, 2), rnd_in(0, 2),
                         rnd_in(0, CF_COUNT - 1), rnd_in(0, nab - 1), SP_NONE);
             }
+            /* 1..GK_GEMM_STRIP_ROWS rows over two groups of the family's thin_t_tiles
+             * tiles (B' cached: one strip per group), a partial group and a column tail */
+            for (int m = 1; m <= GK_GEMM_STRIP_ROWS && m <= mr; m++) {
+                const int tt = kr->thin_t_tiles > 1 ? kr->thin_t_tiles : 4;
+                one(dt, m, (2 * tt + 1) * nr + m + 2, ks[(m + 2 * mem) % 7],
+                    rnd_in(0, LAY_COUNT - 1), m % 2 ? LAY_COL : LAY_ODDCOL, rnd_in(0, 2),
+                    rnd_in(0, 2), rnd_in(0, CF_COUNT - 1), rnd_in(0, nab - 1), SP_NONE);
+            }
         }
         gk_gemm_set_memory_bytes(0);
         /* K blocks in sub-blocks (gk_gemm_kernel.kc_sub): just below / at / past two

@@ -426,7 +426,13 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * ks*mr*pack_esz bytes in (ks a multiple of KT, a multiple of 32, where every family's
  * layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
  * in the float workspace: one tile's sums, or every column's when A takes several
- * blocks) from block to block: the blocked path's sums bit for bit. */
+ * blocks) from block to block: the blocked path's sums bit for bit.  Grouped tiles: for
+ * 1..GK_GEMM_STRIP_ROWS rows, a family with thin_t_tiles, Y in the accumulator type and a
+ * B' within half the last-level cache, thin_t_tiles full tiles at a time are packed
+ * together (panels one after another) and run as one strip (ukernel_strip on packed
+ * panels: the same bits), so that several tiles' FMA chains are in flight instead of one
+ * tile's two; past half the LLC the group's thin_t_tiles * nr concurrent lines of W read
+ * from memory measured 0.4-0.8x. */
 static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
 {
     const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
@@ -437,6 +443,11 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                              ? kern->kc_thin_t
                              : GK_GEMM_THIN_T_KC;
     const size_t l2 = gk_cpu_caches()->l2 ? gk_cpu_caches()->l2 : (size_t)1 << 20;
+    /* tiles per group (1: tile by tile) */
+    const int TT = kern->thin_t_tiles > 1 && kern->ukernel_strip != NULL && g->acc_y != NULL &&
+                           M <= GK_GEMM_STRIP_ROWS && M <= mr && !b_from_memory(2 * K, g->n, esz)
+                       ? kern->thin_t_tiles
+                       : 1;
     /* A's block: about half of L2 in whole K blocks, all of K when it fits */
     ptrdiff_t KB = (ptrdiff_t)(l2 / 2 / ((size_t)panels * (size_t)mr * (size_t)esz)) / KT * KT;
     ptrdiff_t ldw = 0;
@@ -449,7 +460,7 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
         KB = K;
     /* panels <= GK_GEMM_THIN_MAX_PANELS, mr and KB bounded: no overflow */
     a_bytes = (size_t)panels * (size_t)mr * (size_t)KB * (size_t)esz;
-    b_bytes = (size_t)(2 * KT) * (size_t)nr * (size_t)esz;
+    b_bytes = (size_t)(2 * KT) * (size_t)TT * (size_t)nr * (size_t)esz;
     if (g->acc_y == NULL) {
         /* one tile's sums when A is one block, else every column's of the part */
         ldw = KB >= K ? nr : round_up(N, nr);
@@ -471,12 +482,26 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     for (ptrdiff_t kb0 = 0; kb0 < K; kb0 += KB) {
         const ptrdiff_t kb = min_pd(KB, K - kb0), kend = kb0 + kb;
         g->pack_a(&g->a, r->m0, kb0, (int)M, (int)kb, mr, ap);
-        for (ptrdiff_t jr = r->n0; jr < r->n1; jr += nr) {
-            const int cols = (int)min_pd(nr, r->n1 - jr);
+        for (ptrdiff_t jr = r->n0, step; jr < r->n1; jr += step) {
+            /* nt > 0: a group of nt full tiles (TT > 1 only: then M is one row panel) */
+            const int nt = TT > 1 ? (int)min_pd(TT, (r->n1 - jr) / nr) : 0;
+            const int cols = nt > 0 ? nt * nr : (int)min_pd(nr, r->n1 - jr);
+            step = cols;
             for (ptrdiff_t pc = kb0; pc < kend;) {
                 const int kc = (int)(kend - pc < 2 * KT ? kend - pc : KT);
                 const int first = pc == 0, last = pc + kc >= K;
                 g->pack_b(&g->b, pc, jr, kc, cols, nr, bt);
+                if (nt > 0) {
+                    const ptrdiff_t ldc = g->ld_acc_y;
+                    char *c = (char *)g->acc_y + (r->m0 * ldc + jr) * esz;
+                    kern->ukernel_strip(kc, ap + (pc - kb0) * mr * pesz, bt, nr * esz,
+                                        (ptrdiff_t)kc * nr * esz, c, ldc, (int)M, nt, first,
+                                        GK_GEMM_STRIP_PACKED);
+                    if (last && g->epilogue != NULL)
+                        g->epilogue(g->epi_ctx, r->m0, jr, (int)M, cols, c, ldc);
+                    pc += kc;
+                    continue;
+                }
                 for (ptrdiff_t p = 0; p < panels; p++) {
                     const ptrdiff_t ir = r->m0 + p * mr;
                     const int rows = (int)min_pd(mr, r->m1 - ir);

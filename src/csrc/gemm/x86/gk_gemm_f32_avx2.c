@@ -63,6 +63,7 @@ const gk_gemm_kernel gk_gemm_f32_avx2 = {
     gk_gemm_f32_avx2_6x16_ukernel_ldb,
     0,       /* pack_esz: panels of accumulators */
     gk_gemm_f32_avx2_6x16_ukernel_strip, /* ukernel_strip: M = 1..3 */
+    .thin_t_tiles = GK_GEMM_THIN_T_TILES,
 };
 
 /* The same micro-kernels with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16

@@ -65,6 +65,7 @@ const gk_gemm_kernel gk_gemm_f32_avx512 = {
     0,       /* pack_esz: panels of accumulators */
     gk_gemm_f32_avx512_14x32_ukernel_strip, /* ukernel_strip: M = 1..3 */
     .kc_thin_t = GK_GEMM_THIN_T_KC_32_LINES, /* W from memory */
+    .thin_t_tiles = GK_GEMM_THIN_T_TILES,
 };
 
 /* The same micro-kernels with external linkage (gk_gemm_f32_x86.h): the float16/bfloat16

@@ -61,4 +61,5 @@ const gk_gemm_kernel gk_gemm_f64_avx2 = {
     gk_gemm_f64_avx2_6x8_ukernel_ldb,
     0,       /* pack_esz: panels of accumulators */
     gk_gemm_f64_avx2_6x8_ukernel_strip, /* ukernel_strip: M = 1..3 */
+    .thin_t_tiles = GK_GEMM_THIN_T_TILES,
 };
