@@ -255,6 +255,27 @@ def test_guard_declines_denormals(where, layout):
     assert np.abs(Y.astype(np.float64)).max() > 2.0**-30
 
 
+@pytest.mark.parametrize("M,N,K", [(1, 100, 64), (3, 70, 37), (19, 45, 33), (2, 33, 1)])
+def test_guard_sees_transposed_w(M, N, K):
+    """A denormal in W stored [N, K] (transB, a Linear layer's weight: the thin path packs
+    W's columns 16 x 16 words at a time) is seen by the guard folded into that packing:
+    its product with a moderate partner (the only nonzero one of its output) survives.
+    Flushed, as vdpbf16ps would, the output would be 0."""
+    rng = np.random.default_rng(33)
+    den = np.uint16(0x0005).view(BF16)  # 5 * 2**-133
+    W = rng.uniform(0.5, 2.0, (N, K)).astype(BF16)
+    A = np.zeros((M, K), BF16)
+    r = K // 2
+    cols = sorted({0, N // 2, N - 1})
+    for n in cols:
+        W[n, r] = den
+    A[:, r] = bf(2.0**60)
+    Y = gk.gemm(A, W, transB=1)
+    want = (2.0**60 * W[:, r].astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(Y.astype(np.float32), np.broadcast_to(want, (M, N)))
+    assert (Y[:, cols].astype(np.float64) == 5 * 2.0**-73).all()
+
+
 def test_guard_declines_flushable_products():
     """Nonzero exponents summing below -112: products (or sums) could fall below 2**-126
     and be flushed; the call runs on the fallback family, which keeps them."""
