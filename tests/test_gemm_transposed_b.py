@@ -111,15 +111,17 @@ def test_several_a_blocks(isa, dt, w_where):
 
 @pytest.mark.parametrize("dt", ALL, ids=str)
 def test_grouped_tiles(isa, dt, w_where):
-    """1..3 rows against W of many column tiles.  A family with thin_t_tiles (the float32
-    / float64 FMA families) packs that many full tiles together and runs them as one
-    strip where W fits half the last-level cache ("cached" here; "from_memory" runs them
-    tile by tile): whole groups, a partial last group, a column tail, across K blocks and
-    A blocks.  The bits are those of tile by tile (and of W.T row-major)."""
+    """1..3 rows against W of many column tiles.  A family with thin_t_tiles (the x86 FMA
+    families on float32 panels -- float32, float16, bfloat16 widening -- and avx2
+    float64) packs that many full tiles together and runs them as one strip where W fits
+    half the last-level cache ("cached" here; "from_memory" runs them tile by tile):
+    whole groups, a partial last group, a column tail, across K blocks and A blocks (the
+    16-bit outputs' sums then wait in a workspace of every column).  The bits are those
+    of tile by tile (and of W.T row-major)."""
     f = _core._gemm_family_info(dt)
     mr, nr, KT = f["mr"], f["nr"], _kt(f, w_where)
-    if f["isa"] in ("avx2", "avx512") and dt in (F32, F64) and \
-            not (f["isa"] == "avx512" and dt == F64):
+    if (f["isa"] in ("avx2", "avx512") and dt in (F16, BF16, F32)) or \
+            (f["isa"] == "avx2" and dt == F64):
         assert f["thin_t_tiles"] == 4, f  # the families it was measured on
     tt = max(f["thin_t_tiles"], 1)
     esz = 8 if dt.itemsize == 8 else 4

@@ -179,7 +179,9 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    per K block instead of one per tile, and so does the blocked path
  *                    over packed panels (a pre-packed B') where the family also has
  *                    ukernel_ldb: it stands in for ukernel there, so a copy of a family
- *                    that swaps ukernel (for ukernel_rounded) clears both.
+ *                    that swaps ukernel (for ukernel_rounded) clears both.  A family
+ *                    without ukernel_ldb (the float16/bfloat16 widening ones) has it
+ *                    for packed panels only: run_thin_bt's grouped tiles (thin_t_tiles).
  *   begin, end       NULL, or called by the blocked path on the thread that runs a part
  *                    of a call, before its first and after its last micro-kernel call
  *                    (an AMX family loads its tile configuration and releases the tiles:
@@ -308,11 +310,13 @@ void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc);
  * the LLC only; avx2 (16 lines per panel) and float64 avx512 were 0.83x / neutral at 256
  * and keep 64. */
 #define GK_GEMM_THIN_T_KC 64
-/* The thin_t_tiles of the float32 / float64 FMA families (avx2, and float32 avx512): 4
- * tiles per group.  Zen 5, one thread, B' in cache, against tile by tile: float32 avx512
- * M = 1 1x768x768 / 768x3072 / 3072x768 / 1024x4096 1.14x / 1.2x / 1.09x / 1.04-1.12x,
- * M = 2 1.07x, M = 3 1.0x; avx2 float32 1.2-1.3x (M = 1..3), float64 1.2-1.3x (M = 1, 2);
- * float64 avx512 0.97-0.98x: not used there. */
+/* The thin_t_tiles of the FMA families on float32 panels (float32, and the float16 /
+ * bfloat16 widening families; avx2 and avx512) and of avx2 float64: 4 tiles per group.
+ * Zen 5, one thread, W in cache, against tile by tile: float32 avx512 M = 1 1x768x768 /
+ * 768x3072 / 1024x4096 1.2-1.4x / 1.15x / 1.05x, M = 2 1.1x, M = 3 1.08x; avx2 float32
+ * 1.2-1.35x (M = 1, 2), 1.05x (M = 3); float16 avx512 1.1-1.28x (M = 1..3), avx2 float16 /
+ * bfloat16 1.3-1.45x (M = 1), 1.2-1.25x (M = 2); avx2 float64 1x768x768 1.28x; float64
+ * avx512 0.97-0.98x: not used there. */
 #define GK_GEMM_THIN_T_TILES 4
 /* The kc_thin_t of families with 32 lines of W per panel (avx512 float32 / int32 /
  * uint32; see above): runs of 1 KB per line. */

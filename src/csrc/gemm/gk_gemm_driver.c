@@ -427,8 +427,8 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * layout puts that depth).  Each output's sum runs in increasing k, continuing in Y (or
  * in the float workspace: one tile's sums, or every column's when A takes several
  * blocks) from block to block: the blocked path's sums bit for bit.  Grouped tiles: for
- * 1..GK_GEMM_STRIP_ROWS rows, a family with thin_t_tiles, Y in the accumulator type and a
- * B' within half the last-level cache, thin_t_tiles full tiles at a time are packed
+ * 1..GK_GEMM_STRIP_ROWS rows, a family with thin_t_tiles and a B' within half the
+ * last-level cache, thin_t_tiles full tiles at a time are packed
  * together (panels one after another) and run as one strip (ukernel_strip on packed
  * panels: the same bits), so that several tiles' FMA chains are in flight instead of one
  * tile's two; past half the LLC the group's thin_t_tiles * nr concurrent lines of W read
@@ -443,9 +443,10 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                              ? kern->kc_thin_t
                              : GK_GEMM_THIN_T_KC;
     const size_t l2 = gk_cpu_caches()->l2 ? gk_cpu_caches()->l2 : (size_t)1 << 20;
-    /* tiles per group (1: tile by tile) */
-    const int TT = kern->thin_t_tiles > 1 && kern->ukernel_strip != NULL && g->acc_y != NULL &&
-                           M <= GK_GEMM_STRIP_ROWS && M <= mr && !b_from_memory(2 * K, g->n, esz)
+    /* tiles per group (1: tile by tile); W's elements are b.rs bytes */
+    const int TT = kern->thin_t_tiles > 1 && kern->ukernel_strip != NULL &&
+                           M <= GK_GEMM_STRIP_ROWS && M <= mr &&
+                           !b_from_memory(2 * K, g->n, g->b.rs)
                        ? kern->thin_t_tiles
                        : 1;
     /* A's block: about half of L2 in whole K blocks, all of K when it fits */
@@ -462,8 +463,8 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     a_bytes = (size_t)panels * (size_t)mr * (size_t)KB * (size_t)esz;
     b_bytes = (size_t)(2 * KT) * (size_t)TT * (size_t)nr * (size_t)esz;
     if (g->acc_y == NULL) {
-        /* one tile's sums when A is one block, else every column's of the part */
-        ldw = KB >= K ? nr : round_up(N, nr);
+        /* one group's sums when A is one block, else every column's of the part */
+        ldw = KB >= K ? (ptrdiff_t)TT * nr : round_up(N, nr);
         if ((size_t)ldw > ((size_t)PTRDIFF_MAX / 2 - a_bytes - b_bytes) /
                               ((size_t)panels * (size_t)mr * (size_t)esz))
             return GK_GEMM_ENOMEM;
@@ -492,8 +493,9 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                 const int first = pc == 0, last = pc + kc >= K;
                 g->pack_b(&g->b, pc, jr, kc, cols, nr, bt);
                 if (nt > 0) {
-                    const ptrdiff_t ldc = g->ld_acc_y;
-                    char *c = (char *)g->acc_y + (r->m0 * ldc + jr) * esz;
+                    const ptrdiff_t ldc = g->acc_y != NULL ? g->ld_acc_y : ldw;
+                    char *c = g->acc_y != NULL ? (char *)g->acc_y + (r->m0 * ldc + jr) * esz
+                                               : ws + (KB >= K ? 0 : jr - r->n0) * esz;
                     kern->ukernel_strip(kc, ap + (pc - kb0) * mr * pesz, bt, nr * esz,
                                         (ptrdiff_t)kc * nr * esz, c, ldc, (int)M, nt, first,
                                         GK_GEMM_STRIP_PACKED);
@@ -512,7 +514,7 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                         c = (char *)g->acc_y + (ir * ldc + jr) * esz;
                     } else {
                         ldc = ldw;
-                        c = ws + (p * mr * ldw + (ldw == nr ? 0 : jr - r->n0)) * esz;
+                        c = ws + (p * mr * ldw + (KB >= K ? 0 : jr - r->n0)) * esz;
                     }
                     kern->ukernel(kc, ap + p * kb * mr * esz + (pc - kb0) * mr * pesz, bt, c,
                                   ldc, rows, cols, first);

@@ -36,4 +36,6 @@ const gk_gemm_kernel gk_gemm_bf16_avx2 = {
     gk_gemm_f32_avx2_6x16_ukernel_rounded_ext, /* ukernel_rounded */
     NULL, /* ukernel_ldb: Y is 16-bit, the sums live in a float32 workspace */
     0,       /* pack_esz: panels of accumulators */
+    gk_gemm_f32_avx2_6x16_ukernel_strip_ext, /* ukernel_strip: packed panels only */
+    .thin_t_tiles = GK_GEMM_THIN_T_TILES,
 };

@@ -27,6 +27,17 @@ void gk_gemm_f32_avx512_14x32_ukernel_rounded_ext(int kc, const void *a_panel,
                                                   ptrdiff_t ldc, int mr_valid, int nr_valid,
                                                   int first);
 
+/* their strips (gk_gemm_ukernel_strip_fn): the widening families run them on packed
+ * panels only (run_thin_bt's grouped tiles) */
+void gk_gemm_f32_avx2_6x16_ukernel_strip_ext(int kc, const void *a_panel, const void *b,
+                                             ptrdiff_t ldb, ptrdiff_t ldt, void *c,
+                                             ptrdiff_t ldc, int rows, int ntiles, int first,
+                                             int wide);
+void gk_gemm_f32_avx512_14x32_ukernel_strip_ext(int kc, const void *a_panel, const void *b,
+                                                ptrdiff_t ldb, ptrdiff_t ldt, void *c,
+                                                ptrdiff_t ldc, int rows, int ntiles,
+                                                int first, int wide);
+
 /* The avx512 bfloat16 widening family's fused epilogue (gk_gemm_half_x86.inc: bit for bit
  * gk_gemm_epilogue_bf16), for the bfloat16 dot-product families (gk_gemm_bf16_avx512bf16.c,
  * gk_gemm_bf16_amxbf16.c): their dispatch entries need every feature of the avx512 group
