@@ -428,11 +428,11 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * in the float workspace: one tile's sums, or every column's when A takes several
  * blocks) from block to block: the blocked path's sums bit for bit.  Grouped tiles: for
  * 1..GK_GEMM_STRIP_ROWS rows, a family with thin_t_tiles and a B' within half the
- * last-level cache, thin_t_tiles full tiles at a time are packed
- * together (panels one after another) and run as one strip (ukernel_strip on packed
- * panels: the same bits), so that several tiles' FMA chains are in flight instead of one
- * tile's two; past half the LLC the group's thin_t_tiles * nr concurrent lines of W read
- * from memory measured 0.4-0.8x. */
+ * last-level cache, thin_t_tiles full tiles at a time are packed together (panels one
+ * after another) and run as one strip (ukernel_strip on packed panels: the same bits),
+ * so that several tiles' FMA chains are in flight instead of one tile's two; past half
+ * the LLC the group's thin_t_tiles * nr concurrent lines of W read from memory measured
+ * 0.4-0.8x. */
 static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
 {
     const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
