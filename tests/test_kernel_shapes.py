@@ -156,6 +156,39 @@ def test_small_m_with_a_large_b_exact(isa, m):
                                               err_msg=str((m, ta, tb, len(zps))))
 
 
+def _chunked_oracle(a, b, azp, bzp):
+    """o.matmul_integer over column blocks (B here is larger than the last-level cache;
+    the oracle widens B to 64 bits)."""
+    n = b.shape[1]
+    out = np.empty((a.shape[0], n), np.int32)
+    for j in range(0, n, 1024):
+        bz = bzp if np.ndim(bzp) == 0 else bzp[j:j + 1024]
+        out[:, j:j + 1024] = o.matmul_integer(a, b[:, j:j + 1024], azp, bz)
+    return out
+
+
+def test_small_m_b_beyond_the_llc_exact(isa):
+    """One row (with and without the column-sum row) against a B larger than the last-level
+    cache, whole rows on one thread: the zmm families read each 16-row pass linearly
+    first (gk_qsmallm_quad.inc, gk_smq_touch_pass); a depth tail, a column tail, B off a
+    cache line, int8 and uint8 B."""
+    gk = pytest.importorskip("gemmkit")
+    llc = gk.cpu_info()["caches"].get("l3") or (32 << 20)
+    k = 16 * 64 + 5
+    n = llc // k + 77
+    rng = np.random.default_rng(41)
+    for tb in (S8, U8):
+        info = np.iinfo(tb)
+        whole = rng.integers(info.min, info.max + 1, (k, n + 1), dtype=np.int16).astype(tb)
+        a = rand_extreme(rng, (1, k), U8)
+        for b in (whole[:, 1:], whole[:, :n]):
+            for zps in ((), (np.uint8(200), tb(7))):
+                with gk.threads(1):
+                    got = gk.matmul_integer(a, b, *zps)
+                want = _chunked_oracle(a, b, *(zps or (None, None)))
+                np.testing.assert_array_equal(got, want, err_msg=str((tb, len(zps))))
+
+
 @pytest.mark.parametrize("m", [7, 8, 16, 31, 32])
 def test_small_m_tile_route_exact(isa, m):
     """The amx family's tile route of the small-M path (gk_qsmallm_tiles.inc: 8 to 48 rows
