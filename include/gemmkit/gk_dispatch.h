@@ -61,6 +61,9 @@ typedef struct gk_cpu_cache_sizes {
     size_t l1d, l2, l3;
 } gk_cpu_cache_sizes;
 const gk_cpu_cache_sizes *gk_cpu_caches(void);
+/* The last-level cache's size: gk_cpu_caches()->l3, or 32 MB where the CPU does not
+ * report one (the size rules that ask "can B be in cache?" take this). */
+size_t gk_cpu_llc_bytes(void);
 
 /* ---- levels and the selection ---- */
 int gk_isa_level_count(void);                 /* levels of this build's architecture */

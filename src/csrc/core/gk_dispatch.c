@@ -225,6 +225,12 @@ const gk_cpu_cache_sizes *gk_cpu_caches(void)
     return &caches;
 }
 
+size_t gk_cpu_llc_bytes(void)
+{
+    const size_t l3 = gk_cpu_caches()->l3;
+    return l3 ? l3 : (size_t)32 << 20;
+}
+
 static const struct {
     unsigned bit;
     const char *name;

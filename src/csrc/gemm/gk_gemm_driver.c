@@ -319,7 +319,7 @@ static int b_from_memory(ptrdiff_t k, ptrdiff_t n, ptrdiff_t esz)
 {
     size_t lim = b_memory_bytes;
     if (lim == 0)
-        lim = gk_cpu_caches()->l3 ? gk_cpu_caches()->l3 : (size_t)32 << 20;
+        lim = gk_cpu_llc_bytes();
     return (double)k * (double)n * (double)esz > (double)lim;
 }
 
@@ -433,6 +433,21 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * so that several tiles' FMA chains are in flight instead of one tile's two; past half
  * the LLC the group's thin_t_tiles * nr concurrent lines of W read from memory measured
  * 0.4-0.8x. */
+/* Where run_thin_bt keeps the running sums of the tile (or group of tiles) at row ir, in
+ * row panel p of the part r, column jr: in Y, or in the float workspace ws (ldw columns:
+ * one group's when A is one block, else every column's of the part). */
+static char *thin_bt_sums(const gk_gemm_plan *g, const gk_range *r, char *ws, ptrdiff_t ldw,
+                          int one_block, ptrdiff_t p, int mr, ptrdiff_t ir, ptrdiff_t jr,
+                          ptrdiff_t esz, ptrdiff_t *ldc)
+{
+    if (g->acc_y != NULL) {
+        *ldc = g->ld_acc_y;
+        return (char *)g->acc_y + (ir * g->ld_acc_y + jr) * esz;
+    }
+    *ldc = ldw;
+    return ws + (p * mr * ldw + (one_block ? 0 : jr - r->n0)) * esz;
+}
+
 static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r)
 {
     const ptrdiff_t M = r->m1 - r->m0, N = r->n1 - r->n0, K = g->k;
@@ -493,9 +508,8 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                 const int first = pc == 0, last = pc + kc >= K;
                 g->pack_b(&g->b, pc, jr, kc, cols, nr, bt);
                 if (nt > 0) {
-                    const ptrdiff_t ldc = g->acc_y != NULL ? g->ld_acc_y : ldw;
-                    char *c = g->acc_y != NULL ? (char *)g->acc_y + (r->m0 * ldc + jr) * esz
-                                               : ws + (KB >= K ? 0 : jr - r->n0) * esz;
+                    ptrdiff_t ldc;
+                    char *c = thin_bt_sums(g, r, ws, ldw, KB >= K, 0, mr, r->m0, jr, esz, &ldc);
                     kern->ukernel_strip(kc, ap + (pc - kb0) * mr * pesz, bt, nr * esz,
                                         (ptrdiff_t)kc * nr * esz, c, ldc, (int)M, nt, first,
                                         GK_GEMM_STRIP_PACKED);
@@ -507,15 +521,8 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
                 for (ptrdiff_t p = 0; p < panels; p++) {
                     const ptrdiff_t ir = r->m0 + p * mr;
                     const int rows = (int)min_pd(mr, r->m1 - ir);
-                    char *c;
                     ptrdiff_t ldc;
-                    if (g->acc_y != NULL) {
-                        ldc = g->ld_acc_y;
-                        c = (char *)g->acc_y + (ir * ldc + jr) * esz;
-                    } else {
-                        ldc = ldw;
-                        c = ws + (p * mr * ldw + (KB >= K ? 0 : jr - r->n0)) * esz;
-                    }
+                    char *c = thin_bt_sums(g, r, ws, ldw, KB >= K, p, mr, ir, jr, esz, &ldc);
                     kern->ukernel(kc, ap + p * kb * mr * esz + (pc - kb0) * mr * pesz, bt, c,
                                   ldc, rows, cols, first);
                     if (last && g->epilogue != NULL)

@@ -230,26 +230,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
         uint32_t *d = (uint32_t *)((char *)dst + (ptrdiff_t)(q0 / NR) * kc * NR * 4);
         const int cols = nc - q0 < NR ? nc - q0 : NR;
         const char *src = base + (ptrdiff_t)q0 * cs;
-        if (rs == 2) {
-            /* columns of B' contiguous (transB, e.g. a Linear layer's weight): 16 pairs of
-             * 16 columns at a time, a 16 x 16 word transpose */
-            for (int p0 = 0; p0 < kpp; p0 += 16) {
-                for (int h = 0; h < 2; h++) {
-                    __m512i r[16], o[16];
-                    const __mmask32 m = gk_bf16_lanes(kc - 2 * p0);
-                    for (int j = 0; j < 16; j++)
-                        r[j] = 16 * h + j < cols
-                                   ? _mm512_maskz_loadu_epi16(m, src + (ptrdiff_t)(16 * h + j) * cs +
-                                                                     4 * (ptrdiff_t)p0)
-                                   : _mm512_setzero_si512();
-                    for (int j = 0; j < 16; j++)
-                        gk_bf16_seen_vec(&seen, r[j]);
-                    gk_bf16_transpose16(r, o);
-                    const int np = kpp - p0 < 16 ? kpp - p0 : 16;
-                    for (int p = 0; p < np; p++)
-                        _mm512_storeu_si512((void *)(d + (ptrdiff_t)(p0 + p) * NR + 16 * h), o[p]);
-                }
-            }
+        if (rs == 2) { /* columns of B' contiguous (transB, e.g. a Linear layer's weight) */
+            gk_bf16_pack_cols32(src, cs, kc, cols, kpp, d, &seen);
             continue;
         }
         for (int j = 0; j < NR; j++) {

@@ -158,29 +158,8 @@ static void pack_b(const gk_gemm_src *b, ptrdiff_t k0, ptrdiff_t j0, int kc, int
             }
             continue;
         }
-        if (rs == 2) {
-            /* columns of B' contiguous (transB: a Linear layer's weight [N, K]): 16 pairs
-             * of 16 columns at a time, a 16 x 16 word transpose; masked loads read only the
-             * kc elements of each real column (an odd kc's last pair gets a +0 partner), the
-             * columns past cols are +0 (neutral to the guard).  A word at a time this packer
-             * ran at 13 GB/s and was 80% of a 1 x 768 x 3072 call (Zen 5). */
-            for (int p0 = 0; p0 < kp; p0 += 16) {
-                const __mmask32 m = gk_bf16_lanes(kc - 2 * p0);
-                const int np = kp - p0 < 16 ? kp - p0 : 16;
-                for (int h = 0; h < 2; h++) {
-                    __m512i r[16], o[16];
-                    for (int j = 0; j < 16; j++)
-                        r[j] = 16 * h + j < cols
-                                   ? _mm512_maskz_loadu_epi16(
-                                         m, src + (ptrdiff_t)(16 * h + j) * cs + 4 * (ptrdiff_t)p0)
-                                   : _mm512_setzero_si512();
-                    for (int j = 0; j < 16; j++)
-                        gk_bf16_seen_vec(&seen, r[j]);
-                    gk_bf16_transpose16(r, o);
-                    for (int p = 0; p < np; p++)
-                        _mm512_storeu_si512((void *)(d + (ptrdiff_t)(p0 + p) * NR + 16 * h), o[p]);
-                }
-            }
+        if (rs == 2) { /* columns of B' contiguous (transB) */
+            gk_bf16_pack_cols32(src, cs, kc, cols, kp, d, &seen);
             continue;
         }
         for (int j = 0; j < cols; j++) {

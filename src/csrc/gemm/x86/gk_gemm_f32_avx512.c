@@ -82,9 +82,10 @@ void gk_gemm_f32_avx512_14x32_ukernel_rounded_ext(int kc, const void *a_panel, c
     gk_gemm_f32_avx512_14x32_ukernel_rounded(kc, a_panel, b_panel, c, ldc, mr_valid, nr_valid,
                                          first);
 }
-void gk_gemm_f32_avx512_14x32_ukernel_strip_ext(int kc, const void *a_panel, const void *b, ptrdiff_t ldb,
-                                                ptrdiff_t ldt, void *c, ptrdiff_t ldc, int rows, int ntiles,
-                                                int first, int wide)
+void gk_gemm_f32_avx512_14x32_ukernel_strip_ext(int kc, const void *a_panel, const void *b,
+                                                ptrdiff_t ldb, ptrdiff_t ldt, void *c, ptrdiff_t ldc,
+                                                int rows, int ntiles, int first, int wide)
 {
-    gk_gemm_f32_avx512_14x32_ukernel_strip(kc, a_panel, b, ldb, ldt, c, ldc, rows, ntiles, first, wide);
+    gk_gemm_f32_avx512_14x32_ukernel_strip(kc, a_panel, b, ldb, ldt, c, ldc, rows, ntiles, first,
+                                           wide);
 }
