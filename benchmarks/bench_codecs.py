@@ -6,8 +6,9 @@ one process.
     python benchmarks/bench_codecs.py --paths avx512
 
 Rows: float32 -> each float8 (gemmkit saturating, as ONNX Cast's default; ml_dtypes' astype
-does not saturate, it is the speed reference the issue names), each float8 -> float32, and
-float32 <-> bfloat16 / float16.  Each row times gemmkit allocating its result (like astype),
+does not saturate, it is the speed reference the issue names), each float8 -> float32,
+float32 <-> bfloat16 / float16, and float64 -> float8 / float32 / float16 / bfloat16 and
+float32 / bfloat16 -> float64 (NumPy's or ml_dtypes' astype).  Each row times gemmkit allocating its result (like astype),
 gemmkit writing into a preallocated `out=`, and the reference, interleaved, median of --reps
 runs (the machine may be shared).  "GB/s" is gemmkit's bytes read + written per second
 (allocating form), and "copy GB/s" the same for np.copyto of the destination's bytes measured
@@ -66,8 +67,16 @@ def cases(n, rng):
                  lambda a: a.astype(np.float32), "numpy"))
     rows.append(("float16 -> bfloat16", xb.astype(np.float16), ml_dtypes.bfloat16,
                  lambda a: a.astype(ml_dtypes.bfloat16), "ml_dtypes"))
-    rows.append(("float64 -> e4m3fn (sat)", (x * 100).astype(np.float64), ml_dtypes.float8_e4m3fn,
+    x64 = (x * 100).astype(np.float64)
+    rows.append(("float64 -> e4m3fn (sat)", x64, ml_dtypes.float8_e4m3fn,
                  lambda a: a.astype(ml_dtypes.float8_e4m3fn), "ml_dtypes"))
+    rows.append(("float64 -> float32", x64, np.float32, lambda a: a.astype(np.float32), "numpy"))
+    rows.append(("float64 -> float16", x64, np.float16, lambda a: a.astype(np.float16), "numpy"))
+    rows.append(("float64 -> bfloat16", x64, ml_dtypes.bfloat16,
+                 lambda a: a.astype(ml_dtypes.bfloat16), "ml_dtypes"))
+    rows.append(("float32 -> float64", xb, np.float64, lambda a: a.astype(np.float64), "numpy"))
+    rows.append(("bfloat16 -> float64", xb.astype(ml_dtypes.bfloat16), np.float64,
+                 lambda a: a.astype(np.float64), "ml_dtypes"))
     return rows
 
 

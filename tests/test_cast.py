@@ -148,7 +148,8 @@ def test_cast_exact(isa, src, dst, saturate):
 
 @pytest.mark.parametrize("pair", [(F32, F8[0]), (F32, F8[3]), (F8[0], F32), (F8[2], F32),
                                   (F32, BF16), (BF16, F32), (F32, F16), (F16, F32),
-                                  (F16, F8[1]), (F64, F8[0]), (F32, F64)],
+                                  (F16, F8[1]), (F64, F8[0]), (F32, F64), (F64, F32),
+                                  (F64, BF16)],
                          ids=lambda p: f"{p[0]}->{p[1]}")
 def test_cast_lengths_and_offsets(isa, pair):
     """Every length 0..70 at 4 start offsets: the vector bodies, their tails, masks."""
@@ -280,6 +281,42 @@ def test_float64_rounds_once():
     assert gk.cast(x.astype(np.float32), F8[0]).view(np.uint8)[0] == 0x38
     # float64 -> float16 likewise (65519.99 would round through float32 to 65520 -> inf)
     assert gk.cast(np.float64([65519.998]), F16).view(np.uint16)[0] == 0x7BFF
+
+
+def _fesetround():
+    """glibc's fesetround (it sets x87's and SSE's MXCSR rounding), or None."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    try:
+        return ctypes.CDLL(None).fesetround
+    except (OSError, AttributeError):
+        return None
+
+
+@pytest.mark.parametrize("dst", [F32, F16, BF16, F8[0], F8[3]], ids=str)
+def test_float64_ignores_the_rounding_mode(isa, dst):
+    """The SIMD families convert float64 <-> float32 in hardware, which follows MXCSR's
+    rounding mode: under a non-default one they must fall back to the integer routes, so
+    that every result still rounds to nearest even (ONNX Cast)."""
+    fesetround = _fesetround()
+    if fesetround is None:
+        pytest.skip("needs glibc's fesetround on x86-64 Linux to change MXCSR's rounding mode")
+    x = source("float64-sweep")
+    want = expected("float64-sweep", dst, True)
+    x32 = source("float32-sweep")
+    want64 = expected("float32-sweep", F64, True)
+    with gk.threads(1):  # the conversion runs in this thread, under its MXCSR
+        for mode in (0x800, 0x400, 0xC00):  # FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO
+            assert fesetround(mode) == 0
+            try:
+                got = gk.cast(x, dst)
+                got64 = gk.cast(x32, F64)
+            finally:
+                fesetround(0)  # FE_TONEAREST
+            assert_bits(got, want, x)
+            assert_bits(got64, want64, x32)
 
 
 def test_cast_errors():

@@ -148,6 +148,19 @@ typedef struct gk_codecs_kernel {
     void (*quantize_u8_n)(const float *src, uint8_t *dst, size_t n, float scale, float zp);
     void (*i32_scale_n)(const int32_t *acc, float *dst, size_t n, size_t ncols,
                         const float *scale, int scale_per_col, const float *bias);
+    /* float64 <-> float32 for gemmkit.cast by the hardware conversions (NULL: the scalar
+     * family; gk_cast.c then runs its integer routes).  Each returns 0, having written
+     * nothing, when this thread's MXCSR is not the default one (round to nearest, FTZ and
+     * DAZ off), under which alone those instructions are the IEEE operations; else 1.
+     *   f64_to_f32_n  odd = 0: round to nearest even (gk_f64_to_f32_bits);
+     *                 odd = 1: round to odd (toward zero, then the last bit set if that
+     *                 was inexact; beyond FLT_MAX: FLT_MAX).  float32 keeps 2 bits more
+     *                 than float16, bfloat16 and float8 at every magnitude they reach, so
+     *                 rounding that to nearest even gives the float64's own rounding
+     *                 (Boldo & Melquiond): float64 sources never round twice.
+     *   f32_to_f64_n  exact widening, NaN quieted with its payload (as the scalar). */
+    int (*f64_to_f32_n)(const double *src, float *dst, size_t n, int odd);
+    int (*f32_to_f64_n)(const float *src, double *dst, size_t n);
 } gk_codecs_kernel;
 
 /* The scalar family: the inline conversions above in loops (src/csrc/codecs/scalar/);

@@ -4,11 +4,16 @@
  * Every conversion rounds once, from the exact source value:
  *  - float16, bfloat16 and float8 sources widen exactly to float32 (every value of theirs is
  *    a float32), then the family's float32 encoder rounds;
- *  - float64 sources round directly (gk_fp8_encode_f64, gk_f64_to_*), never via float32,
- *    which would round twice (ONNX Cast from double rounds once);
+ *  - float64 sources round once: to float32 by the family's f64_to_f32_n (nearest even),
+ *    to the narrower types through a float32 rounded to odd, from which their nearest-even
+ *    rounding is the float64's own (gk_codecs_kernel.f64_to_f32_n), or directly
+ *    (gk_fp8_encode_f64, gk_f64_to_*) -- never by nearest even through float32, which
+ *    would round twice (ONNX Cast from double rounds once);
  *  - float64 destinations are exact widenings.
  * Integer arithmetic throughout (the SIMD families' few float operations are exact with
- * normal operands), so MXCSR's rounding mode, DAZ and FTZ change nothing. */
+ * normal operands), so MXCSR's rounding mode, DAZ and FTZ change nothing -- except the
+ * hardware float64 <-> float32 conversions, which run only where this thread's MXCSR is
+ * the default one (the family checks); elsewhere the integer routes run. */
 #include <string.h>
 
 #include "gemmkit/gk_codecs.h"
@@ -92,9 +97,36 @@ static inline double gk_f32_to_f64_exact(float f)
     return d;
 }
 
-static void gk_cast_from_f64(int dt, int sat, const double *s, void *dst, size_t n)
+static void gk_cast_from_f32(const gk_codecs_kernel *k, int dt, int sat, const float *src,
+                             void *dst, size_t n);
+
+static void gk_cast_from_f64(const gk_codecs_kernel *k, int dt, int sat, const double *s,
+                             void *dst, size_t n)
 {
     size_t i;
+    if (k->f64_to_f32_n != NULL) {
+        if (dt == GK_CT_F32) {
+            if (k->f64_to_f32_n(s, (float *)dst, n, 0))
+                return;
+        } else {
+            /* round to odd into float32, then once to nearest even from there: 1024
+             * elements a pass, 4 KB of stack */
+            float tmp[GK_CAST_CHUNK];
+            const size_t ds = gk_cast_size[dt];
+            size_t off = 0;
+            for (; off < n; off += GK_CAST_CHUNK) {
+                const size_t m = n - off < GK_CAST_CHUNK ? n - off : GK_CAST_CHUNK;
+                if (!k->f64_to_f32_n(s + off, tmp, m, 1))
+                    break; /* MXCSR not the default: the integer routes below */
+                gk_cast_from_f32(k, dt, sat, tmp, (char *)dst + off * ds, m);
+            }
+            if (off >= n)
+                return;
+            s += off;
+            dst = (char *)dst + off * ds;
+            n -= off;
+        }
+    }
     switch (dt) {
     case GK_CT_F32:
         for (i = 0; i < n; i++)
@@ -131,6 +163,8 @@ static void gk_cast_from_f32(const gk_codecs_kernel *k, int dt, int sat, const f
 {
     size_t i;
     if (dt == GK_CT_F64) {
+        if (k->f32_to_f64_n != NULL && k->f32_to_f64_n(src, (double *)dst, n))
+            return;
         for (i = 0; i < n; i++)
             ((double *)dst)[i] = gk_f32_to_f64_exact(src[i]);
     } else if (dt == GK_CT_F16) {
@@ -155,7 +189,7 @@ static void gk_cast_contig(const gk_codecs_kernel *k, int st, int dt, int sat, c
         return;
     }
     if (st == GK_CT_F64) {
-        gk_cast_from_f64(dt, sat, (const double *)src, dst, n);
+        gk_cast_from_f64(k, dt, sat, (const double *)src, dst, n);
         return;
     }
     if (st == GK_CT_F32) {

@@ -78,4 +78,20 @@ void gk_f32_to_fp8_n_avx2(const float *src, uint8_t *dst, size_t n, int fmt, int
 void gk_fp8_to_f32_n_avx512(const uint8_t *src, float *dst, size_t n, int fmt);
 void gk_f32_to_fp8_n_avx512(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
 
+/* The SIMD families' float64 <-> float32 loops (x86/gk_f64_<isa>.c), as documented at
+ * gk_codecs_kernel.f64_to_f32_n / f32_to_f64_n. */
+int gk_f64_to_f32_n_avx2(const double *src, float *dst, size_t n, int odd);
+int gk_f32_to_f64_n_avx2(const float *src, double *dst, size_t n);
+int gk_f64_to_f32_n_avx512(const double *src, float *dst, size_t n, int odd);
+int gk_f32_to_f64_n_avx512(const float *src, double *dst, size_t n);
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#include <xmmintrin.h>
+/* This thread's MXCSR rounds to nearest with FTZ and DAZ off (bits 13-15 and 6 clear):
+ * there cvtpd2ps, cvtps2pd and the compares are the IEEE operations on every operand,
+ * subnormals included.  (A process may change it: fesetround, -ffast-math's startup code,
+ * a library that sets FTZ/DAZ.) */
+static inline int gk_mxcsr_is_default(void) { return (_mm_getcsr() & 0xE040u) == 0u; }
+#endif
+
 #endif

@@ -63,4 +63,6 @@ const gk_codecs_kernel gk_codecs_scalar = {
     gk_f32_range_scalar, /* gk_quant_scalar.c */
     gk_quantize_u8_n_scalar,
     gk_i32_scale_n_scalar,
+    NULL, /* float64 <-> float32: gk_cast.c's integer routes */
+    NULL,
 };

@@ -100,4 +100,6 @@ const gk_codecs_kernel gk_codecs_avx2 = {
     gk_f32_range_avx2, /* gk_quant_avx2.c */
     gk_quantize_u8_n_avx2,
     gk_i32_scale_n_avx2,
+    gk_f64_to_f32_n_avx2, /* gk_f64_avx2.c */
+    gk_f32_to_f64_n_avx2,
 };
