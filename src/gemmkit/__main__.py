@@ -72,7 +72,15 @@ def self_check(rng):
     return results
 
 
+# Seconds each timing first waits, so that the previous row's threads are idle: after a
+# call OpenBLAS's workers spin-wait for about 0.1 s, and where the machine has as many cores
+# as threads they hold the cores the next call's workers need (Zen 5, 2 cores: gemm float32
+# 512^3 on 2 threads ran at its 1-thread speed right after NumPy's float32 matmul).
+_SETTLE = 0.3
+
+
 def _best(fn, reps=5, min_time=0.05):
+    time.sleep(_SETTLE)
     fn()
     n = 1
     while True:
