@@ -695,6 +695,13 @@ def test_bad_dtypes():
         gk.gemm(f.astype(I32), f.astype(U32))
     with pytest.raises(TypeError, match=r"A .*>f4"):
         gk.gemm(f.astype(">f4"), f)
+    # a dtype that differs only in byte order says so, for each operand
+    for where, args in (("A", (f.astype(">f4"), f)), ("B", (f, f.astype(">f4"))),
+                        ("C", (f, f, f.astype(">f4"))),
+                        ("B", (f.astype(I32), f.astype(">i4")))):
+        with pytest.raises(TypeError, match=rf"gemm: {where} has dtype >[fi]4 \((float32|int32) "
+                                            r"in non-native byte order\).*newbyteorder"):
+            gk.gemm(*args)
     with pytest.raises(TypeError, match="alpha"):
         gk.gemm(f, f, alpha="x")
     with pytest.raises(TypeError, match="beta"):

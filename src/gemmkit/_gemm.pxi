@@ -15,6 +15,15 @@ cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
 _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
 
 
+def _gemm_byte_order_check(name, x):
+    """A TypeError naming x's byte order where that alone keeps it from gemm's dtypes."""
+    dt = x.dtype
+    if not dt.isnative and dt.newbyteorder("=").name in _GK_GEMM_SUPPORTED.split(", "):
+        raise TypeError(f"gemm: {name} has dtype {dt.str} ({dt.newbyteorder('=').name} in "
+                        f"non-native byte order); gemm takes native byte order: pass "
+                        f"{name}.astype({name}.dtype.newbyteorder('='))")
+
+
 cdef int _gemm_dtype(cnp.ndarray x):
     """The gk_gemm_dtype of x, or -1 if unsupported (incl. non-native byte order)."""
     cdef cnp.dtype d = x.descr
@@ -458,9 +467,11 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     # ---- dtypes (TypeError) ----
     dt = _gemm_dtype(a)
     if dt < 0:
+        _gemm_byte_order_check("A", a)
         raise TypeError(f"gemm: A has unsupported dtype {(<object>a).dtype}; supported: "
                         f"{_GK_GEMM_SUPPORTED} (native byte order)")
     if _gemm_dtype(b) != dt:
+        _gemm_byte_order_check("B", b)
         raise TypeError(f"gemm: B has dtype {(<object>b).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
     # alpha/beta are read knowing A's dtype: integers are exact (and range-checked) for
@@ -477,6 +488,7 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
             else:  # NumPy scalars keep their dtype (np.asarray reads ml_dtypes ones exactly)
                 c = np.asarray(C)
     if c is not None and _gemm_dtype(c) != dt:
+        _gemm_byte_order_check("C", c)
         raise TypeError(f"gemm: C has dtype {(<object>c).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
 
