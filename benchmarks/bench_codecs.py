@@ -8,13 +8,13 @@ one process.
 Rows: float32 -> each float8 (gemmkit saturating, as ONNX Cast's default; ml_dtypes' astype
 does not saturate, it is the speed reference the issue names), each float8 -> float32,
 float32 <-> bfloat16 / float16, and float64 -> float8 / float32 / float16 / bfloat16 and
-float32 / bfloat16 -> float64 (NumPy's or ml_dtypes' astype).  Each row times gemmkit allocating its result (like astype),
-gemmkit writing into a preallocated `out=`, and the reference, interleaved, median of --reps
-runs (the machine may be shared).  "GB/s" is gemmkit's bytes read + written per second
-(allocating form), and "copy GB/s" the same for np.copyto of the destination's bytes measured
-in the same row: the rate at which this core moves memory, the bound of the widening rows.
-The float32 inputs are normal-distributed values scaled into each float8's range, with a few
-NaN/inf/out-of-range values mixed in.
+float32 / bfloat16 -> float64 (NumPy's or ml_dtypes' astype).  Each row times gemmkit
+allocating its result (like astype), gemmkit writing into a preallocated `out=`, and the
+reference, interleaved, median of --reps runs (the machine may be shared).  "GB/s" is
+gemmkit's bytes read + written per second (allocating form), and "copy GB/s" the same for
+np.copyto of the destination's bytes measured in the same row: the rate at which this core
+moves memory, the bound of the widening rows.  The float32 inputs are normal-distributed
+values scaled into each float8's range, with a few NaN/inf/out-of-range values mixed in.
 """
 import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -18,8 +18,9 @@ _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32,
 def _gemm_byte_order_check(name, x):
     """A TypeError naming x's byte order where that alone keeps it from gemm's dtypes."""
     dt = x.dtype
-    if not dt.isnative and dt.newbyteorder("=").name in _GK_GEMM_SUPPORTED.split(", "):
-        raise TypeError(f"gemm: {name} has dtype {dt.str} ({dt.newbyteorder('=').name} in "
+    native = dt.newbyteorder("=")
+    if not dt.isnative and native.name in _GK_GEMM_SUPPORTED.split(", "):
+        raise TypeError(f"gemm: {name} has dtype {dt.str} ({native.name} in "
                         f"non-native byte order); gemm takes native byte order: pass "
                         f"{name}.astype({name}.dtype.newbyteorder('='))")
 
