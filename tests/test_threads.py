@@ -312,6 +312,59 @@ def test_gemm_nan_inf_same_for_all_thread_counts(isa):
     same_for_all_threads(lambda: gk.gemm(A, B, C, 1.0, 2.0), f"gemm nan/inf {isa}")
 
 
+def _fesetround():
+    """glibc's fesetround (on x86-64 it sets x87's and SSE's MXCSR rounding mode; on
+    ARM64, FPCR's), or None where there is none to call."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux":
+        return None
+    try:
+        return ctypes.CDLL(None).fesetround
+    except (OSError, AttributeError):
+        return None
+
+
+# FE_UPWARD of glibc's <fenv.h>
+_FE_UPWARD = {"x86_64": 0x800, "AMD64": 0x800, "aarch64": 0x400000}
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=str)
+def test_workers_take_the_callers_rounding_mode(isa, dt):
+    """Every worker computes its tiles under the calling thread's floating-point
+    environment (here FE_UPWARD, set in the caller only): every thread count gives the
+    1-thread bits, which differ from round-to-nearest's (the mode is in effect).  Before
+    the pool carried it, a worker kept its own mode and a 2-thread float32 512^3 product
+    differed from the 1-thread one in up to half its elements, from run to run."""
+    import platform
+    fesetround = _fesetround()
+    up = _FE_UPWARD.get(platform.machine())
+    if fesetround is None or up is None:
+        pytest.skip("needs glibc's fesetround (Linux, x86-64 or ARM64)")
+    rng = np.random.default_rng(61)
+    n = 96 if isa == "scalar" else 320
+    A = rng.standard_normal((n, n)).astype(dt)
+    B = rng.standard_normal((n, n)).astype(dt)
+    with gk.threads(1):
+        nearest = gk.gemm(A, B)
+    with gk.threads(2):
+        gk.gemm(A, B)  # the workers exist, started under the default mode
+    assert fesetround(up) == 0
+    try:
+        with work_scale(0.0):
+            with gk.threads(1):
+                ref = gk.gemm(A, B)
+            for t in (2, 3, 4):
+                for rep in range(3):  # a worker takes tiles only if it wakes in time
+                    with gk.threads(t):
+                        got = gk.gemm(A, B)
+                    assert_same_bytes(got, ref, f"gemm {dt} FE_UPWARD threads={t} #{rep}")
+    finally:
+        fesetround(0)  # FE_TONEAREST
+    assert not np.array_equal(ref, nearest)
+    assert (ref >= nearest).all()  # rounding up never gives less (same k order)
+
+
 CAST_DSTS = [F16, BF16, E4M3, E5M2, E4M3UZ, E5M2UZ]
 
 

@@ -24,9 +24,16 @@
  * (measured on Zen 4 under KVM, 3 ms after the last call: 0.85-1.2x the serial time at
  * 256^3-512^3, 1.8-2.0x at 1024^3).
  *
+ * Floating-point modes: a worker runs each job under the caller's floating-point
+ * environment (rounding mode, and on x86 MXCSR's FTZ/DAZ, on ARM FPCR: fegetenv/fesetenv)
+ * and goes back to its own after it, so a float result does not depend on which thread
+ * computed which tile (the caller may have left the default mode: fesetround, a library
+ * built with -ffast-math setting FTZ/DAZ).
+ *
  * Fork (POSIX): a child inherits the pool's memory but none of its threads, and a mutex
  * may be held by a thread that is gone; the atfork child handler forgets every slot
  * (leaking them: they may be locked) so the child's first run builds a fresh pool. */
+#include <fenv.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -145,6 +152,7 @@ typedef struct gk_job {
     ptrdiff_t ntasks;
     gk_aptr next;   /* next task index to hand out */
     gk_aint active; /* claimed workers that have not finished */
+    fenv_t fenv;    /* the caller's floating-point environment, which the tasks run in */
     gk_mutex mu;    /* a worker decrements active under it and signals cv at 0, so the */
     gk_cond cv;     /* caller, which waits under it, returns only after that unlock */
 } gk_job;
@@ -208,7 +216,11 @@ static void worker_loop(gk_worker *w)
         const int st = (int)gk_load(&w->state);
         if (W_STATE(st) == W_POSTED && gk_cas(&w->state, st, W_TICKET(st) | W_RUNNING)) {
             gk_job *job = w->job;
+            fenv_t own;
+            fegetenv(&own);
+            fesetenv(&job->fenv);
             run_tasks(job, w->index);
+            fesetenv(&own);
             gk_store(&w->state, W_TICKET(st) | W_IDLE);
             gk_lock(&job->mu);
             if (gk_dec(&job->active) == 0)
@@ -334,6 +346,7 @@ void gk_parallel_run(ptrdiff_t ntasks, int max_threads, gk_task_fn fn, void *ctx
     job.ntasks = ntasks;
     job.next = 0;
     job.active = got;
+    fegetenv(&job.fenv);
     gk_mutex_init(&job.mu);
     gk_cond_init(&job.cv);
     for (int i = 0; i < got; i++) {
