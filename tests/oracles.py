@@ -82,11 +82,20 @@ def _b_param(p, n):
     return p
 
 
-def _y_param(p, m):
-    """y_scale / y_zero_point as an array broadcastable to [..., M, N]."""
+def _y_param(p, m, sq_m=False, sq_n=False):
+    """y_scale / y_zero_point as an array broadcastable to [..., M, N].  Where a (b) is
+    1-D the returned output has no M (N) dim, and p broadcasts against that output as
+    NumPy would: a size-1 dim goes where the dim was removed (a 1-D a's [N] is per
+    column, not per row)."""
     p = np.asarray(p)
     if p.size == 1:
         return p.reshape(())
+    if sq_m or sq_n:
+        if sq_m:
+            p = p[..., None, :] if not sq_n else p[..., None]
+        if sq_n:
+            p = p[..., None]
+        return p
     if p.ndim == 1:
         assert p.shape[0] == m
         return p.reshape(m, 1)
@@ -212,12 +221,13 @@ def _f32_or_max(m):
     return np.where(np.isinf(m), np.copysign(np.float32(FLT_MAX), m), m).astype(np.float32)
 
 
-def multiplier(a_scale, b_scale, y_scale, m, n):
+def multiplier(a_scale, b_scale, y_scale, m, n, sq_m=False, sq_n=False):
     """float32 m = f32(f32(a_scale) * f32(b_scale)) / f32(y_scale), shape broadcastable
-    to [..., M, N]; overflow clamped to +-FLT_MAX."""
+    to [..., M, N]; overflow clamped to +-FLT_MAX.  sq_m / sq_n: a / b is 1-D
+    (_y_param)."""
     sa = _a_param(_scale_f32(a_scale), m)
     sb = _b_param(_scale_f32(b_scale), n)
-    sy = _y_param(_scale_f32(y_scale), m)
+    sy = _y_param(_scale_f32(y_scale), m, sq_m, sq_n)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         prod = (sa * sb).astype(np.float32)
         mult = (prod / sy).astype(np.float32)
@@ -244,12 +254,12 @@ def qlinear_matmul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
     y_dt = np.asarray(y_zp).dtype
     a3, b3, sq_m, sq_n = _promote(a, b)
     m, n, k = a3.shape[-2], b3.shape[-1], a3.shape[-1]
-    yzp = _y_param(np.asarray(y_zp), m)
+    yzp = _y_param(np.asarray(y_zp), m, sq_m, sq_n)
 
     if not is_float8(a.dtype) and not is_float8(b.dtype):
         acc, _, _ = int_acc(a, b, a_zp, b_zp)
         acc = wrap_int32(acc).astype(np.float64)
-        mult = multiplier(a_scale, b_scale, y_scale, m, n).astype(np.float64)
+        mult = multiplier(a_scale, b_scale, y_scale, m, n, sq_m, sq_n).astype(np.float64)
         x = acc * mult  # IEEE double product, as the spec says
         if is_float8(y_dt):
             xv = x + yzp.astype(np.float64)
@@ -270,7 +280,7 @@ def qlinear_matmul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
     batch = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
     ra = np.broadcast_to(ra, batch + ra.shape[-2:])
     rb = np.broadcast_to(rb, batch + rb.shape[-2:])
-    sy = _y_param(_scale_f32(y_scale).astype(np.float64), m)
+    sy = _y_param(_scale_f32(y_scale).astype(np.float64), m, sq_m, sq_n)
     with np.errstate(all="ignore"):
         if k == 0:
             real = np.zeros(batch + (m, n))

@@ -437,6 +437,51 @@ def test_empty_and_1d_shapes(isa, a_shape, b_shape, out_shape):
     assert y.shape == out_shape
 
 
+@pytest.mark.parametrize("a_shape,b_shape,y_shape", [
+    ((6,), (6, 5), (5,)),          # output (5,): per column
+    ((6,), (3, 6, 5), (3, 1)),     # output (3, 5): per batch
+    ((6,), (3, 6, 5), (3, 5)),
+    ((3, 4, 6), (6,), (3, 1)),     # output (3, 4): per batch, not per row
+    ((3, 4, 6), (6,), (3, 4)),
+    ((3, 4, 6), (6,), (4,)),       # per row
+    ((2, 3, 6), (6,), (2, 1)),     # output (2, 3): per batch
+], ids=str)
+@pytest.mark.parametrize("ytype", [U8, E4M3FN], ids=str)
+def test_y_params_broadcast_to_a_1d_products_output(isa, a_shape, b_shape, y_shape, ytype):
+    """Where a (b) is 1-D, numpy.matmul returns no M (N) dim, and y_scale / y_zero_point
+    broadcast against that output as returned (DESIGN: "broadcastable to the output"):
+    y_scale (3, 1) for a (3, 4, 6) @ b (6,), output (3, 4), is per batch.  gemmkit read
+    it as per-row [M, 1] of the promoted product before (silently, with M == 3)."""
+    rng = np.random.default_rng(26)
+    a = rand_int8(rng, a_shape, U8)
+    b = rand_int8(rng, b_shape, S8)
+    ys = rng.choice(np.float32([0.25, 0.5, 1.0, 2.0, 4.0]), y_shape).astype(np.float32)
+    yzp = (rng.integers(0, 4, y_shape).astype(ytype) if ytype == U8
+           else np.zeros(y_shape, ytype))
+    args = (a, np.float32(0.1), np.uint8(3), b, np.float32(0.1), np.int8(-1), ys, yzp)
+    y = run_and_check(args)
+    assert y.shape == np.matmul(a.astype(np.int32), b.astype(np.int32)).shape
+    # the oracle's own reading, spelled out: NumPy broadcasting on the returned output
+    acc = np.matmul(a.astype(np.int64) - 3, b.astype(np.int64) + 1).astype(np.float64)
+    x = acc * np.float64(np.float32(np.float32(0.1) * np.float32(0.1)) / ys)
+    if ytype == U8:
+        want = np.clip(np.rint(x) + yzp, 0, 255).astype(U8)
+        np.testing.assert_array_equal(y, want)
+
+
+def test_y_params_of_a_1d_product_errors():
+    gk = _gk()
+    a, b = np.ones(6, U8), np.ones((6, 5), S8)
+    args = (np.float32(0.1), np.uint8(3), b, np.float32(0.1), np.int8(-1))
+    with pytest.raises(ValueError, match=r"y_scale has shape \(4,\); expected per-tensor "
+                       r"\(shape \(\) or \(1,\)\) or broadcastable to the output \(5,\)"):
+        gk.qlinear_matmul(a, *args, np.ones(4, np.float32), np.zeros(4, U8))
+    # dims the output does not have
+    for shape in ((2, 5), (1, 5)):
+        with pytest.raises(ValueError, match="y_scale has shape"):
+            gk.qlinear_matmul(a, *args, np.ones(shape, np.float32), np.zeros(shape, U8))
+
+
 # ----------------------------------------------------------------------------------------
 # float8 specifics
 # ----------------------------------------------------------------------------------------

@@ -271,21 +271,67 @@ cdef str _who(cnp.ndarray a, cnp.ndarray b, str an, str bn):
     return f"{an} {_shape_str(_pyshape(a))} @ {bn} {_shape_str(_pyshape(b))}"
 
 
+cdef tuple _out_shape(cnp.ndarray a, cnp.ndarray b, Py_ssize_t M, Py_ssize_t N, int nb,
+                      const ptrdiff_t *bshape):
+    """The shape of the output numpy.matmul gives for a @ b (batch dims bshape[0, nb))."""
+    out = [bshape[i] for i in range(nb)]
+    if cnp.PyArray_NDIM(a) > 1:
+        out.append(M)
+    if cnp.PyArray_NDIM(b) > 1:
+        out.append(N)
+    return tuple(out)
+
+
 cdef int _layout(cnp.ndarray z, _Side side, str name, tuple ctx, Py_ssize_t M, Py_ssize_t N,
                  int nb, const ptrdiff_t *bshape, ptrdiff_t *rs, ptrdiff_t *cs,
                  ptrdiff_t *bst) except -1:
     """Zero-point/scale layout of one side (see _Side).  rs/cs in elements, bst in bytes
-    per output batch dim; 0 where broadcast."""
+    per output batch dim; 0 where broadcast.
+
+    The output's own parameters (_SIDE_Y) broadcast against the output as it is returned:
+    where numpy.matmul's promotion of a 1-D a (b) leaves the output without its M (N) dim,
+    a size-1 dim is put in its place in z's shape first, so that e.g. y_scale (B, 1) for
+    a [B, M, K] @ b [K] (output [B, M]) is per batch, not per row."""
     cdef int nd = cnp.PyArray_NDIM(z), lead, i
     cdef Py_ssize_t isz = cnp.PyArray_ITEMSIZE(z), zr, zc, d
     cdef cnp.npy_intp *shp = cnp.PyArray_DIMS(z)
     cdef cnp.npy_intp *st = cnp.PyArray_STRIDES(z)
+    cdef cnp.npy_intp eshp[_MAXD + 2]
+    cdef cnp.npy_intp est[_MAXD + 2]
+    cdef bint no_m, no_n
+    cdef int keep, j
     rs[0] = 0
     cs[0] = 0
     for i in range(nb):
         bst[i] = 0
     if cnp.PyArray_SIZE(z) == 1:
         return 0
+    if side == _SIDE_Y and nd >= 1:
+        no_m = cnp.PyArray_NDIM(<cnp.ndarray>ctx[0]) == 1
+        no_n = cnp.PyArray_NDIM(<cnp.ndarray>ctx[1]) == 1
+        if no_m or no_n:
+            # z's dims with a size-1 dim where the output has no M (before z's last dim,
+            # which is then N's) and no N (after all of them)
+            keep = nd - 1 if no_m and not no_n else nd
+            for i in range(keep):
+                eshp[i] = shp[i]
+                est[i] = st[i]
+            j = keep
+            if no_m:
+                eshp[j] = 1
+                est[j] = 0
+                j += 1
+                if not no_n:
+                    eshp[j] = shp[nd - 1]
+                    est[j] = st[nd - 1]
+                    j += 1
+            if no_n:
+                eshp[j] = 1
+                est[j] = 0
+                j += 1
+            shp = eshp
+            st = est
+            nd = j
     if nd == 1 and shp[0] == (N if side == _SIDE_B_COLS else M):
         if side == _SIDE_B_COLS:
             cs[0] = st[0] // isz
@@ -296,6 +342,9 @@ cdef int _layout(cnp.ndarray z, _Side side, str name, tuple ctx, Py_ssize_t M, P
         expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, 1]"
     elif side == _SIDE_B_COLS:
         expect = f"per-tensor (shape () or (1,)), per-column (N,) = ({N},) or N-D broadcastable to [..., 1, N]"
+    elif cnp.PyArray_NDIM(<cnp.ndarray>ctx[0]) == 1 or cnp.PyArray_NDIM(<cnp.ndarray>ctx[1]) == 1:
+        expect = (f"per-tensor (shape () or (1,)) or broadcastable to the output "
+                  f"{_shape_str(_out_shape(ctx[0], ctx[1], M, N, nb, bshape))}")
     else:
         expect = f"per-tensor (shape () or (1,)), per-row (M,) = ({M},) or N-D broadcastable to [..., M, N]"
     bad = ValueError(f"{name} has shape {_shape_str(_pyshape(z))}; expected {expect} "

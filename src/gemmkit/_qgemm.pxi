@@ -246,7 +246,9 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     - b_zero_point / b_scale: size 1, 1-D ``[N]`` (per-column) or N-D broadcastable to
       ``[..., 1, N]``;
     - y_zero_point / y_scale: size 1, 1-D ``[M]`` (per-row) or N-D broadcastable to
-      ``[..., M, N]``.
+      ``[..., M, N]``; where a (b) is 1-D, broadcastable to the output as returned,
+      which has no M (N) dim: a 1-D a's ``[N]`` is per-column, and ``(B, 1)`` for
+      a ``[B, M, K]`` @ b ``[K]`` is per batch.
 
     Zero-point and scale batch dimensions may not enlarge the output's batch dimensions.
 
