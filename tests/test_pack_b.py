@@ -243,6 +243,61 @@ def test_unpackable_arguments_are_held_and_exact():
     np.testing.assert_array_equal(got, want)
 
 
+def test_python_number_zero_point_and_scale():
+    """The ops take a Python int zero point and a Python float / int scale; a pack made
+    with them must give the same products, pickled or not (they were stored as int64 /
+    float64 arrays, which every call then rejected)."""
+    gk = _gk()
+    rng = np.random.default_rng(17)
+    b = _int8(rng, (40, 12), np.int8)
+    a = _int8(rng, (5, 40), np.uint8)
+    pb = gk.pack_b(b, "matmul_integer", b_zero_point=3)
+    want = gk.matmul_integer(a, b, None, 3)
+    np.testing.assert_array_equal(want, o.matmul_integer(a, b, None, np.int8(3)))
+    for p in (pb, pickle.loads(pickle.dumps(pb))):
+        assert p.b_zero_point == 3
+        np.testing.assert_array_equal(gk.matmul_integer(a, p), want)
+    head = (np.float32(0.02), np.uint8(3))
+    tail = (np.float32(0.5), np.uint8(128))
+    for bzp, bs in ((np.int8(-2), 0.25), (-2, 0.25), (np.array([-2], np.int8), 0.25),
+                    (-2, np.float32(0.25)), (-2, 1)):
+        want = gk.qlinear_matmul(a, *head, b, bs, bzp, *tail)
+        pq = gk.pack_b(b, "qlinear_matmul", b_zero_point=bzp, b_scale=bs)
+        for p in (pq, pickle.loads(pickle.dumps(pq))):
+            np.testing.assert_array_equal(gk.qlinear_matmul(a, *head, p, None, None, *tail),
+                                          want)
+    # the op's own range rule still holds
+    with pytest.raises(ValueError, match="out of range"):
+        gk.pack_b(b, "matmul_integer", b_zero_point=300)
+
+
+def test_canonical_copies_cannot_be_made_writeable():
+    """PackedB is immutable: its B (and zero point, scale) cannot be switched back to
+    writeable, so the packed block and the canonical B (what pickles) never disagree."""
+    gk = _gk()
+    pb = gk.pack_b(np.ones((16, 8), np.int8), "matmul_integer",
+                   b_zero_point=np.zeros(8, np.int8))
+    for arr in (pb.b, pb.b_zero_point):
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError):
+            arr.flags.writeable = True
+        base = arr
+        while isinstance(base, np.ndarray):
+            with pytest.raises(ValueError):
+                base.flags.writeable = True
+            base = base.base
+
+
+def test_deep_batched_zero_point():
+    """A b_zero_point of 35+ dims (NumPy allows 64; np.broadcast_shapes stops at 32)."""
+    gk = _gk()
+    b = np.ones((4, 3), np.int8)
+    bzp = np.zeros((1,) * 34 + (2, 1, 3), np.int8)
+    a = np.ones((1,) * 34 + (2, 5, 4), np.uint8)
+    pb = gk.pack_b(b, "matmul_integer", b_zero_point=bzp)
+    np.testing.assert_array_equal(gk.matmul_integer(a, pb), gk.matmul_integer(a, b, None, bzp))
+
+
 def test_errors():
     gk = _gk()
     b = np.ones((10, 4), np.int8)
@@ -260,6 +315,10 @@ def test_errors():
         gk.pack_b(b, "qlinear_matmul", b_zero_point=np.int8(0))
     with pytest.raises(ValueError, match="b_scale"):
         gk.pack_b(b, "matmul_integer", b_scale=np.float32(1))
+    # a shape the op rejects: the message shows B, not pack_b's internal one-row A
+    with pytest.raises(ValueError, match=r"^pack_b: b_zero_point has shape \(5,\); .* "
+                       r"for B \(10, 4\)$"):
+        gk.pack_b(b, "matmul_integer", b_zero_point=np.zeros(5, np.int8))
     # any transB but 0 on an int8 op names pack_b and the op, not gemm's own check
     for tb in (1, 2, "x", True):
         with pytest.raises(ValueError, match="transB is a gemm argument; matmul_integer"):

@@ -10,14 +10,17 @@ _PACK_OPS = ("matmul_integer", "qlinear_matmul", "gemm")
 
 
 cdef object _readonly_copy(x):
-    """x as a new read-only C-contiguous array in native byte order (None stays None)."""
-    if x is None:
-        return None
-    a = np.array(x, copy=True, order="C")
+    """x as a new read-only C-contiguous array in native byte order (None stays None; a
+    Python int or float stays itself: immutable, and the ops give a Python number rules of
+    its own -- it matches any tensor dtype in range -- that an array of it would lose).
+    The array's memory is an immutable bytes object, so no one can make it writeable
+    again (an array owning its memory could be)."""
+    if x is None or type(x) is int or type(x) is float:
+        return x
+    a = np.asarray(x)
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
-    a.flags.writeable = False
-    return a
+    return np.frombuffer(a.tobytes(order="C"), dtype=a.dtype).reshape(a.shape)
 
 
 cdef object _PACK_TOKEN = object()  # see PackedB.__cinit__
@@ -39,8 +42,9 @@ cdef class PackedB:
         ``"matmul_integer"``, ``"qlinear_matmul"`` or ``"gemm"``.
     b : numpy.ndarray
         The canonical copy of B: read-only, C-contiguous, native byte order.
-    b_zero_point, b_scale : numpy.ndarray or None
-        Canonical read-only copies of the B-side arguments given to ``pack_b``.
+    b_zero_point, b_scale : numpy.ndarray, int, float or None
+        Canonical read-only copies of the B-side arguments given to ``pack_b`` (a Python
+        number is kept as given: the ops treat it as they treat a number passed to them).
     transB : int
         0 or 1; for ``gemm`` the pack holds ``B' = B.T`` when 1.
     isa : str
@@ -84,7 +88,7 @@ cdef class PackedB:
         scale, and the packed block."""
         n = self.b.nbytes
         for x in (self.b_zero_point, self.b_scale, self._blob):
-            if x is not None:
+            if isinstance(x, np.ndarray):
                 n += x.nbytes
         return n
 
@@ -195,13 +199,20 @@ def _pack_probe_batch(*params):
     """The batch dims (all but the last two) of the N-D ones among params, broadcast
     together; () when none has any or they do not broadcast (the op's check then
     reports the shapes)."""
-    shapes = [np.shape(v)[:-2] for v in params if v is not None and np.ndim(v) > 2]
-    if not shapes:
-        return ()
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        return ()
+    # by hand: np.broadcast_shapes stops at 32 dims, NumPy arrays at 64.  (No negative
+    # index anywhere: the extension is built with wraparound off.)
+    shapes = [np.shape(v)[:np.ndim(v) - 2] for v in params if v is not None and np.ndim(v) > 2]
+    out = []
+    for shp in shapes:
+        if len(shp) > len(out):
+            out = [1] * (len(shp) - len(out)) + out
+        off = len(out) - len(shp)
+        for i in range(len(shp)):
+            if out[off + i] == 1:
+                out[off + i] = shp[i]
+            elif shp[i] != 1 and shp[i] != out[off + i]:
+                return ()
+    return tuple(out)
 
 
 def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
@@ -283,17 +294,26 @@ def pack_b(B, op, *, b_zero_point=None, b_scale=None, transB=0):
     # zero point or scale with batch dims of its own (N-D, broadcast with A's and B's)
     # gives the probe A those batch dims, as a call's A would have them.
     probe_a = np.zeros(_pack_probe_batch(b_zero_point, b_scale) + (1, K), np.uint8)
-    if op == "matmul_integer":
-        if b_scale is not None:
-            raise ValueError("pack_b: b_scale is a qlinear_matmul argument; matmul_integer "
-                             "has none")
-        matmul_integer(probe_a, bb, None, b_zero_point)
-    else:
-        if b_scale is None or b_zero_point is None:
-            raise ValueError("pack_b: qlinear_matmul needs b_scale and b_zero_point "
-                             "(as the op does)")
-        qlinear_matmul(probe_a, np.float32(1), np.uint8(0), bb, b_scale,
-                       b_zero_point, np.float32(1), np.uint8(0))
+    if op == "matmul_integer" and b_scale is not None:
+        raise ValueError("pack_b: b_scale is a qlinear_matmul argument; matmul_integer "
+                         "has none")
+    if op == "qlinear_matmul" and (b_scale is None or b_zero_point is None):
+        raise ValueError("pack_b: qlinear_matmul needs b_scale and b_zero_point "
+                         "(as the op does)")
+    try:
+        if op == "matmul_integer":
+            matmul_integer(probe_a, bb, None, b_zero_point)
+        else:
+            qlinear_matmul(probe_a, np.float32(1), np.uint8(0), bb, b_scale,
+                           b_zero_point, np.float32(1), np.uint8(0))
+    except ValueError as exc:
+        # the message names the probe's A, which the caller never passed: name B alone
+        an, bn = ("A", "B") if op == "matmul_integer" else ("a", "b")
+        probe = _who(probe_a, bb, an, bn)
+        msg = str(exc)
+        if probe not in msg:
+            raise
+        raise ValueError("pack_b: " + msg.replace(probe, f"{bn} {_shape_str(_pyshape(bb))}")) from None
     pk.op = op
     pk.b = _readonly_copy(bb)
     pk.b_zero_point = _readonly_copy(b_zero_point)
