@@ -319,6 +319,24 @@ def test_float64_ignores_the_rounding_mode(isa, dst):
             assert_bits(got64, want64, x32)
 
 
+@pytest.mark.parametrize("src", [F32, F64, F16], ids=str)
+def test_non_native_byte_order_input(src):
+    """x in the other byte order casts like its native copy (as astype would); an out in
+    the other byte order is a TypeError that names the byte order."""
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal((7, 9)) * 300).astype(src)
+    swapped = x.astype(x.dtype.newbyteorder())
+    assert not swapped.dtype.isnative
+    for dst in (F32, F16, BF16, F8[0]):
+        assert_bits(gk.cast(swapped, dst), gk.cast(x, dst), x)
+        assert_bits(gk.cast(swapped[::-2, 1::3], dst), gk.cast(x[::-2, 1::3], dst), x)
+    out = np.empty((7, 9), np.dtype(F16).newbyteorder())
+    with pytest.raises(TypeError, match="non-native byte order"):
+        gk.cast(x, F16, out=out)
+    with pytest.raises(TypeError, match="non-native byte order"):
+        gk.cast(x, out=out)
+
+
 def test_cast_errors():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(TypeError, match=r"x has dtype int32, shape \(2, 3\)"):

@@ -372,3 +372,28 @@ def test_masked_arrays_with_masked_elements_are_refused():
     assert type(y) is np.ndarray and np.array_equal(y, f32 @ f32)
     yi = gk.matmul_integer(_masked(A(), False), B())
     assert type(yi) is np.ndarray and np.array_equal(yi, o.matmul_integer(A(), B()))
+
+
+def test_values_numpy_holds_as_objects_are_named():
+    """None, a Fraction or a PackedB where an array belongs: the TypeError says what was
+    passed (np.asarray makes each an object array, which read as "got object")."""
+    from fractions import Fraction
+    gk = _gk()
+    a, b = A(), B()
+    one = np.float32(1)
+    with pytest.raises(TypeError, match=r"a_zero_point must have the same dtype as a "
+                       r"\(uint8\), got None$"):
+        gk.qlinear_matmul(a, one, None, b, one, np.int8(0), one, np.uint8(0))
+    with pytest.raises(TypeError, match=r"a_scale must be float32, float16 or bfloat16, "
+                       r"got a fractions\.Fraction$"):
+        gk.qlinear_matmul(a, Fraction(1, 2), np.uint8(0), b, one, np.int8(0), one,
+                          np.uint8(0))
+    with pytest.raises(TypeError, match=r"y_scale must be float32, float16 or bfloat16, "
+                       r"got None$"):
+        gk.qlinear_matmul(a, one, np.uint8(0), b, one, np.int8(0), None, np.uint8(0))
+    pb = gk.pack_b(b, "matmul_integer")
+    with pytest.raises(TypeError, match=r"MatMulInteger: A must be uint8 or int8, got a "
+                       r"gemmkit\._core\.PackedB$"):
+        gk.matmul_integer(pb, b)
+    with pytest.raises(TypeError, match=r"QLinearMatMul: a must be .*, got None$"):
+        gk.qlinear_matmul(None, one, np.uint8(0), b, one, np.int8(0), one, np.uint8(0))

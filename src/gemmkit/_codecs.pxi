@@ -187,6 +187,15 @@ cdef object _cast_dtype(object dtype):
     return dt
 
 
+def _cast_out_byte_order(out):
+    """A TypeError naming out's byte order where that alone keeps it from cast's types."""
+    dt = out.dtype
+    if not dt.isnative and dt.newbyteorder("=") in _CAST_TYPES:
+        raise TypeError(f"cast: out has dtype {dt.str} ({dt.newbyteorder('=').name} in "
+                        f"non-native byte order); cast writes native byte order: pass an "
+                        f"out of dtype {dt.newbyteorder('=').name}")
+
+
 def cast(x, dtype=None, saturate=True, out=None):
     """ONNX Cast (opset 19+, with its ``saturate`` attribute) between float32, float64,
     float16, bfloat16 and the four float8 formats.
@@ -195,14 +204,16 @@ def cast(x, dtype=None, saturate=True, out=None):
     ----------
     x : array_like of float32, float64, float16, ``ml_dtypes.bfloat16``,
         ``ml_dtypes.float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2`` or
-        ``float8_e5m2fnuz``; any shape and strides (negative, zero, non-contiguous).
-        A non-array is converted with ``np.asarray`` (a list of floats is float64).
+        ``float8_e5m2fnuz``; any shape and strides (negative, zero, non-contiguous),
+        either byte order (a non-native one is first copied to native, as ``astype``
+        would).  A non-array is converted with ``np.asarray`` (a list of floats is
+        float64).
     dtype : the destination, one of the same eight types: a dtype, a type such as
         ``ml_dtypes.bfloat16`` or ``np.float16``, or its name (``"float8_e4m3fn"``,
         ``"bfloat16"``).  May be omitted when ``out`` is given (out's dtype is used).
     saturate : bool (default True); also ``np.bool_`` or the integer 0 or 1 (ONNX's
         attribute is an int).  Applies to float8 destinations only, as in ONNX.
-    out : optional ``numpy.ndarray`` of the destination dtype and exactly x's shape (no
+    out : optional ``numpy.ndarray`` of the destination dtype (native byte order) and exactly x's shape (no
         broadcasting), any strides, writable: the result is written into it and it is
         returned.  It may be x itself or overlap it.
 
@@ -253,6 +264,7 @@ def cast(x, dtype=None, saturate=True, out=None):
         if out is None:
             raise TypeError("cast: dtype is required when out is not given")
         dt = out.dtype
+        _cast_out_byte_order(out)
         if dt not in _CAST_TYPES:
             raise TypeError(f"cast: out has dtype {dt}; supported: {_CAST_NAMES}")
     else:
@@ -263,12 +275,15 @@ def cast(x, dtype=None, saturate=True, out=None):
     else:
         raise TypeError(f"cast: saturate must be a bool (or 0/1), got {saturate!r}")
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if not a.dtype.isnative and a.dtype.newbyteorder("=") in _CAST_TYPES:
+        a = a.astype(a.dtype.newbyteorder("="))  # the same values, native byte order
     if a.dtype not in _CAST_TYPES:
         raise TypeError(f"cast: x has dtype {a.dtype}, shape {a.shape}; supported dtypes: "
                         f"{_CAST_NAMES}")
     if out is None:
         out = np.empty_like(a, dtype=dt)
     else:
+        _cast_out_byte_order(out)
         if out.dtype != dt:
             raise TypeError(f"cast: out has dtype {out.dtype} but dtype is {dt}")
         if out.shape != a.shape:

@@ -127,6 +127,16 @@ cdef inline int _scalar_typenum(x):
     return d.type_num
 
 
+cdef str _given(x, cnp.ndarray xa):
+    """What was passed, for a TypeError: the array's dtype, or for a value NumPy could only
+    hold as an object (None, a Fraction, another library's object) that value's type."""
+    if x is None:
+        return "None"
+    if cnp.PyArray_TYPE(xa) == cnp.NPY_OBJECT and not cnp.PyArray_Check(x):
+        return f"a {type(x).__module__}.{type(x).__qualname__}".replace("a builtins.", "a ")
+    return str(xa.dtype)
+
+
 cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
     """A zero point of its tensor's dtype (type number tt; TypeError if it differs).
     Python ints are accepted for uint8/int8 tensors when in range."""
@@ -162,7 +172,7 @@ cdef _Small _zero_point(z, int tt, tdtype, str name, str tname):
     r.ndim = cnp.PyArray_NDIM(za)
     if cnp.PyArray_TYPE(za) != tt:
         raise TypeError(f"{name} must have the same dtype as {tname} ({tdtype}), "
-                        f"got {za.dtype}")
+                        f"got {_given(z, za)}")
     if cnp.PyArray_SIZE(za) == 1:
         r.value = (<uint8_t *>cnp.PyArray_DATA(za))[0]
         return r
@@ -182,7 +192,7 @@ cdef double _py_real(v, str name) except? -1.0:
 
 cdef str _short_repr(v):
     cdef str r = repr(v)
-    return r if len(r) <= 40 else r[:18] + "..." + r[-18:]
+    return r if len(r) <= 40 else r[:18] + "..." + r[len(r) - 18:]
 
 
 cdef inline float _check_scale_value(float v, str name, bint is_y) except? -1.0:
@@ -224,7 +234,7 @@ cdef _Small _scale(s, str name, bint is_y):
     r.ndim = cnp.PyArray_NDIM(sa)
     t = cnp.PyArray_TYPE(sa)
     if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT16 and t != _BF16_NUM:
-        raise TypeError(f"{name} must be float32, float16 or bfloat16, got {sa.dtype}")
+        raise TypeError(f"{name} must be float32, float16 or bfloat16, got {_given(s, sa)}")
     if cnp.PyArray_SIZE(sa) == 1:
         if not (cnp.PyArray_ISNOTSWAPPED(sa) and cnp.PyArray_ISALIGNED(sa)):
             sa = np.ascontiguousarray(sa, dtype=sa.dtype.newbyteorder("="))

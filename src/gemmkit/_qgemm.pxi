@@ -191,9 +191,9 @@ def matmul_integer(A, B, a_zero_point=None, b_zero_point=None):
     cdef cnp.ndarray a = _arr(A, "MatMulInteger: A"), b = _arr(B, "MatMulInteger: B")
     cdef int ta = _qtype(a), tb = _qtype(b)
     if not _is_int8(ta):
-        raise TypeError(f"MatMulInteger: A must be {_INT8_NAMES}, got {a.dtype}")
+        raise TypeError(f"MatMulInteger: A must be {_INT8_NAMES}, got {_given(A, a)}")
     if not _is_int8(tb):
-        raise TypeError(f"MatMulInteger: B must be {_INT8_NAMES}, got {b.dtype}")
+        raise TypeError(f"MatMulInteger: B must be {_INT8_NAMES}, got {_given(B, b)}")
     cdef _Small azp = None, bzp = None
     if a_zero_point is not None:
         azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(a), a.dtype, "a_zero_point", "A")
@@ -311,9 +311,9 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
     cdef cnp.ndarray aa = _arr(a, "QLinearMatMul: a"), bb = _arr(b, "QLinearMatMul: b")
     cdef int ta = _qtype(aa), tb = _qtype(bb), ty, ynum
     if ta == _QT_NONE:
-        raise TypeError(f"QLinearMatMul: a must be {_Q_NAMES}, got {aa.dtype}")
+        raise TypeError(f"QLinearMatMul: a must be {_Q_NAMES}, got {_given(a, aa)}")
     if tb == _QT_NONE:
-        raise TypeError(f"QLinearMatMul: b must be {_Q_NAMES}, got {bb.dtype}")
+        raise TypeError(f"QLinearMatMul: b must be {_Q_NAMES}, got {_given(b, bb)}")
     cdef _Small azp = _zero_point(a_zero_point, cnp.PyArray_TYPE(aa), aa.dtype, "a_zero_point", "a")
     cdef _Small bzp = _zero_point(b_zero_point, cnp.PyArray_TYPE(bb), bb.dtype, "b_zero_point", "b")
     if isinstance(y_zero_point, _NP_GENERIC):
