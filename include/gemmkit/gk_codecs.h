@@ -126,7 +126,9 @@ void gk_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
  *                    src finite, scale > 0 (denormal allowed), zp an integer in [0, 255];
  *   gk_i32_scale_n   dst[i] = (float)acc[i] * scale[j] (+ bias[j]), j = i % ncols, one
  *                    rounding per operation (MatMulIntegerToFloat); scale[0] for every j
- *                    when !scale_per_col, no addition when bias is NULL; n % ncols == 0. */
+ *                    when !scale_per_col, no addition when bias is NULL; n % ncols == 0;
+ *                    a NaN product is the result as it is (a NaN bias does not replace
+ *                    its payload: the NaN choice is not left to operand order). */
 int gk_f32_range(const float *src, size_t n, float *lo, float *hi);
 void gk_quantize_u8_n(const float *src, uint8_t *dst, size_t n, float scale, float zp);
 void gk_i32_scale_n(const int32_t *acc, float *dst, size_t n, size_t ncols, const float *scale,

@@ -18,4 +18,19 @@ GK_QUANT_DECLARE(avx2)
 GK_QUANT_DECLARE(avx512)
 #undef GK_QUANT_DECLARE
 
+/* The scalar gk_f32_range's lo (hi) is the FIRST element comparing equal to the minimum
+ * (maximum): it replaces only on a strict compare.  Elements that compare equal differ in
+ * bits only when zero (+0, -0; with DAZ / FZ also the subnormals), where a SIMD min/max
+ * and its lane-wise reduction pick some other one.  The SIMD families, having found a
+ * zero extreme v of a finite array, return this instead: the first element comparing
+ * equal to v.  One exists (v is attained, or compares equal to an attained subnormal), so
+ * the search stops inside [0, n); it is usually short (the first zero). */
+static inline float gk_f32_first_equal(const float *src, size_t n, float v)
+{
+    size_t i = 0;
+    while (i + 1 < n && !(src[i] == v))
+        i++;
+    return src[i];
+}
+
 #endif

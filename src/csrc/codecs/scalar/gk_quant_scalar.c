@@ -36,8 +36,13 @@ void gk_i32_scale_n_scalar(const int32_t *acc, float *dst, size_t n, size_t ncol
     for (size_t i = 0; i < n; i += ncols)
         for (size_t j = 0; j < ncols; j++) {
             float v = (float)acc[i + j] * scale[scale_per_col ? j : 0];
+            /* A NaN product (NaN scale, inf * 0) is the result even when the bias is NaN
+             * too: which of two NaN operands an add returns depends on their order in the
+             * instruction (ARM: the first quiet one; x86: the first source), and a
+             * compiler may swap the operands of a commutative add, so the choice is made
+             * here, not left to it.  The SIMD families do the same select. */
             if (bias != NULL)
-                v = v + bias[j];
+                v = v != v ? v : v + bias[j];
             dst[i + j] = v;
         }
 }

@@ -34,6 +34,12 @@ int gk_f32_range_avx2(const float *src, size_t n, float *lo, float *hi)
         l0 = lt < l0 ? lt : l0;
         h0 = ht > h0 ? ht : h0;
     }
+    if (good) { /* the scalar's choice among equal zeros (else lo, hi unspecified) */
+        if (l0 == 0.0f)
+            l0 = gk_f32_first_equal(src, n, l0);
+        if (h0 == 0.0f)
+            h0 = gk_f32_first_equal(src, n, h0);
+    }
     *lo = l0;
     *hi = h0;
     return good;
@@ -68,8 +74,9 @@ void gk_i32_scale_n_avx2(const int32_t *acc, float *dst, size_t n, size_t ncols,
         for (; j + 8 <= ncols; j += 8) {
             __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(acc + i + j)));
             v = _mm256_mul_ps(v, scale_per_col ? _mm256_loadu_ps(scale + j) : s0);
-            if (bias != NULL)
-                v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
+            if (bias != NULL) /* a NaN product stays (the scalar's pinned NaN choice) */
+                v = _mm256_blendv_ps(_mm256_add_ps(v, _mm256_loadu_ps(bias + j)), v,
+                                     _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
             _mm256_storeu_ps(dst + i + j, v);
         }
         if (j < ncols) /* the row's tail: one row of ncols - j columns */

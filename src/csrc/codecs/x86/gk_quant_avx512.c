@@ -60,6 +60,12 @@ int gk_f32_range_avx512(const float *src, size_t n, float *lo, float *hi)
     }
     *lo = _mm512_reduce_min_ps(l);
     *hi = _mm512_reduce_max_ps(h);
+    if (ok == 0xffff) { /* the scalar's choice among equal zeros (else lo, hi unspecified) */
+        if (*lo == 0.0f)
+            *lo = gk_f32_first_equal(src, n, *lo);
+        if (*hi == 0.0f)
+            *hi = gk_f32_first_equal(src, n, *hi);
+    }
     return ok == 0xffff;
 }
 
@@ -93,8 +99,9 @@ void gk_i32_scale_n_avx512(const int32_t *acc, float *dst, size_t n, size_t ncol
             const __mmask16 m = ncols - j >= 16 ? (__mmask16)0xffff : tail16(ncols - j);
             __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + i + j));
             v = _mm512_mul_ps(v, scale_per_col ? _mm512_maskz_loadu_ps(m, scale + j) : s0);
-            if (bias != NULL)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
+            if (bias != NULL) /* a NaN product stays (the scalar's pinned NaN choice) */
+                v = _mm512_mask_add_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v,
+                                       _mm512_maskz_loadu_ps(m, bias + j));
             _mm512_mask_storeu_ps(dst + i + j, m, v);
         }
 }
