@@ -111,7 +111,8 @@ void gk_fp8_encode_f64_n(const double *src, uint8_t *dst, size_t n, int fmt, int
 /* Largest finite value of a format (448, 240, 57344, 57344). */
 float gk_fp8_max_finite(int fmt);
 
-/* Bulk conversions (dispatch to F16C/AVX2 code where the CPU has it). */
+/* Bulk conversions (dispatch to the F16C/AVX2, AVX-512 or AdvSIMD family where the CPU has
+ * it). */
 void gk_f16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void gk_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void gk_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
@@ -152,8 +153,9 @@ typedef struct gk_codecs_kernel {
                         const float *scale, int scale_per_col, const float *bias);
     /* float64 <-> float32 for gemmkit.cast by the hardware conversions (NULL: the scalar
      * family; gk_cast.c then runs its integer routes).  Each returns 0, having written
-     * nothing, when this thread's MXCSR is not the default one (round to nearest, FTZ and
-     * DAZ off), under which alone those instructions are the IEEE operations; else 1.
+     * nothing, when this thread's MXCSR (x86) or FPCR (ARM64) is not the default one
+     * (round to nearest; FTZ and DAZ off, or FZ, FZ16, DN and AHP off), under which alone
+     * those instructions are the IEEE operations; else 1.
      *   f64_to_f32_n  odd = 0: round to nearest even (gk_f64_to_f32_bits);
      *                 odd = 1: round to odd (toward zero, then the last bit set if that
      *                 was inexact; beyond FLT_MAX: FLT_MAX).  float32 keeps 2 bits more
@@ -173,6 +175,9 @@ extern const gk_codecs_kernel gk_codecs_avx2;
 /* AVX-512 F/BW/VL/DQ (src/csrc/codecs/x86/gk_f16_avx512.c, gk_fp8_avx512.c), built in the
  * avx512 group, where GK_HAVE_AVX512. */
 extern const gk_codecs_kernel gk_codecs_avx512;
+/* ARM64 AdvSIMD (src/csrc/codecs/arm/gk_{f16,fp8,quant,f64}_neon.c), built in the neon
+ * group, where GK_HAVE_NEON. */
+extern const gk_codecs_kernel gk_codecs_neon;
 
 /* ---- gemmkit.cast: any strided array of one float type into another (gk_cast.c) ---- */
 enum gk_cast_type {

@@ -77,13 +77,18 @@ void gk_fp8_to_f32_n_avx2(const uint8_t *src, float *dst, size_t n, int fmt);
 void gk_f32_to_fp8_n_avx2(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
 void gk_fp8_to_f32_n_avx512(const uint8_t *src, float *dst, size_t n, int fmt);
 void gk_f32_to_fp8_n_avx512(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
+void gk_fp8_to_f32_n_neon(const uint8_t *src, float *dst, size_t n, int fmt);
+void gk_f32_to_fp8_n_neon(const float *src, uint8_t *dst, size_t n, int fmt, int saturate);
 
-/* The SIMD families' float64 <-> float32 loops (x86/gk_f64_<isa>.c), as documented at
+/* The SIMD families' float64 <-> float32 loops (x86/gk_f64_<isa>.c, arm/gk_f64_neon.c), as
+ * documented at
  * gk_codecs_kernel.f64_to_f32_n / f32_to_f64_n. */
 int gk_f64_to_f32_n_avx2(const double *src, float *dst, size_t n, int odd);
 int gk_f32_to_f64_n_avx2(const float *src, double *dst, size_t n);
 int gk_f64_to_f32_n_avx512(const double *src, float *dst, size_t n, int odd);
 int gk_f32_to_f64_n_avx512(const float *src, double *dst, size_t n);
+int gk_f64_to_f32_n_neon(const double *src, float *dst, size_t n, int odd);
+int gk_f32_to_f64_n_neon(const float *src, double *dst, size_t n);
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #include <xmmintrin.h>
@@ -92,6 +97,32 @@ int gk_f32_to_f64_n_avx512(const float *src, double *dst, size_t n);
  * subnormals included.  (A process may change it: fesetround, -ffast-math's startup code,
  * a library that sets FTZ/DAZ.) */
 static inline int gk_mxcsr_is_default(void) { return (_mm_getcsr() & 0xE040u) == 0u; }
+#endif
+
+#if defined(__aarch64__) || defined(_M_ARM64)
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+/* This thread's FPCR has every mode bit at its reset value: round to nearest (RMode 0),
+ * FZ, FZ16, DN and AHP off, FEAT_AFP's FIZ/AH/NEP off, no exception trap enabled.  There
+ * (and only there) FCVTL/FCVTN/FCVTXN are the IEEE conversions of every operand,
+ * subnormals included, with NaN quieted keeping its sign and top payload bits -- what the
+ * scalar family computes with integers.  Bits it ignores are RES0 on ARMv8.0 (a CPU
+ * without FEAT_AFP reads bits 0-2 as zero).  A process may change FPCR: fesetround,
+ * -ffast-math's startup code (FZ), a library that sets FZ or DN. */
+#define GK_FPCR_MODE_BITS 0x07C89F07u /* AHP DN FZ RMode FZ16 | IDE IXE UFE OFE DZE IOE |
+                                         NEP AH FIZ */
+static inline int gk_fpcr_is_default(void)
+{
+    uint64_t fpcr;
+#if defined(_MSC_VER) && !defined(__clang__)
+    fpcr = (uint64_t)_ReadStatusReg(ARM64_SYSREG(3, 3, 4, 4, 0)); /* FPCR */
+#else
+    /* volatile: read at every call, never hoisted past a call that may change FPCR */
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+#endif
+    return (fpcr & GK_FPCR_MODE_BITS) == 0u;
+}
 #endif
 
 #endif

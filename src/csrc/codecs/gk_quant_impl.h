@@ -1,6 +1,7 @@
 /* The contrib ops' loops of every codecs family (contract: gemmkit/gk_codecs.h):
  * codecs/scalar/gk_quant_scalar.c (the oracle; the SIMD families call it for their
- * tails), codecs/x86/gk_quant_avx2.c and gk_quant_avx512.c, bit-identical to it. */
+ * tails), codecs/x86/gk_quant_avx2.c, gk_quant_avx512.c and codecs/arm/gk_quant_neon.c,
+ * bit-identical to it. */
 #ifndef GEMMKIT_GK_QUANT_IMPL_H
 #define GEMMKIT_GK_QUANT_IMPL_H
 
@@ -16,6 +17,7 @@
 GK_QUANT_DECLARE(scalar)
 GK_QUANT_DECLARE(avx2)
 GK_QUANT_DECLARE(avx512)
+GK_QUANT_DECLARE(neon)
 #undef GK_QUANT_DECLARE
 
 /* The scalar gk_f32_range's lo (hi) is the FIRST element comparing equal to the minimum

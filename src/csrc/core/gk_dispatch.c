@@ -183,6 +183,9 @@ static const gk_centry ctable[] = {
 #ifdef GK_HAVE_AVX2
     {&gk_codecs_avx2, L_AVX2},
 #endif
+#ifdef GK_HAVE_NEON
+    {&gk_codecs_neon, L_NEON},
+#endif
     {&gk_codecs_scalar, L_SCALAR},
 };
 #define CTABLE_LEN ((int)(sizeof(ctable) / sizeof(ctable[0])))
