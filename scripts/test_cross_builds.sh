@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Portability you can show: the whole C core -- every baseline file (src/csrc/*/*.c), every
 # ISA group of the target with setup.py's flags (python setup.py print-isa-groups) -- and the
-# C kernel tests (int8 and Gemm), built by the compilers a wheel may meet besides the native gcc
-# (tests/c/run_native.sh builds and runs that one), and run:
+# C kernel tests (int8, Gemm and codecs), built by the compilers a wheel may meet besides the
+# native gcc (tests/c/run_native.sh builds and runs that one), and run:
 #   clang          Linux x86-64; run here
 #   clang-aarch64  clang --target=aarch64-linux-gnu (the ARM kernels as Apple's and Windows'
 #                  clang see them); run under qemu-aarch64 -cpu max (neon, dotprod, i8mm)
@@ -124,7 +124,7 @@ compile_group() {
 
 # build NAME CC GROUPS LINK EXE: the whole core (GROUPS: print-isa-groups lines), the kernel
 # test and the report compiled by CC, linked by LINK (a command), into $BUILD/NAME
-# (test_qgemm_kernels$EXE, test_gemm_kernels$EXE, gk_isa_report$EXE).  Returns 1 when nothing could be linked.
+# (test_qgemm_kernels$EXE, test_gemm_kernels$EXE, test_codecs_kernels$EXE, gk_isa_report$EXE).  Returns 1 when nothing could be linked.
 build() {
     local name=$1 cc=$2 groups=$3 link=$4 exe=$5 out="$BUILD/$1" gname gflags pattern srcs probe_log
     local built=() skipped=() defs=() baseline=""
@@ -173,16 +173,17 @@ build() {
     fi
     # shellcheck disable=SC2086  # the commands split into words
     if ! compile_group "$cc" "$out" "" tests/c/test_qgemm_kernels.c tests/c/gk_isa_report.c \
-        tests/c/test_gemm_kernels.c; then
+        tests/c/test_gemm_kernels.c tests/c/test_codecs_kernels.c; then
         fail "$name: the kernel tests or the report do not compile (above)"
         return 1
     fi
-    local test_o=${OBJS[-3]} report_o=${OBJS[-2]} gemm_o=${OBJS[-1]} libs="-lm"
-    OBJS=("${OBJS[@]:0:${#OBJS[@]}-3}")
+    local test_o=${OBJS[-4]} report_o=${OBJS[-3]} gemm_o=${OBJS[-2]} codecs_o=${OBJS[-1]} libs="-lm"
+    OBJS=("${OBJS[@]:0:${#OBJS[@]}-4}")
     [ -z "$exe" ] && libs="-lm -pthread" # the thread pool: pthreads on POSIX, Win32 on Windows
     # shellcheck disable=SC2086
     if ! $link "$test_o" "${OBJS[@]}" $libs -o "$out/test_qgemm_kernels$exe" >"$out/link.log" 2>&1 ||
         ! $link "$gemm_o" "${OBJS[@]}" $libs -o "$out/test_gemm_kernels$exe" >>"$out/link.log" 2>&1 ||
+        ! $link "$codecs_o" "${OBJS[@]}" $libs -o "$out/test_codecs_kernels$exe" >>"$out/link.log" 2>&1 ||
         ! $link "$report_o" "${OBJS[@]}" $libs -o "$out/gk_isa_report$exe" >>"$out/link.log" 2>&1; then
         cat "$out/link.log"
         fail "$name: the kernel test does not link"
@@ -243,6 +244,7 @@ wine_run() { # wine_run NAME: the report and the kernel test of a Windows build 
     fi
     run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_qgemm_kernels.exe" </dev/null
     run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_gemm_kernels.exe" </dev/null
+    run_test "$name" timeout 600 "$WINE" "$BUILD/$name/test_codecs_kernels.exe" </dev/null
 }
 
 for t in "${TOOLCHAINS[@]}"; do
@@ -254,6 +256,7 @@ for t in "${TOOLCHAINS[@]}"; do
         native_report "$t"
         run_test "$t" "$BUILD/$t/test_qgemm_kernels"
         run_test "$t" "$BUILD/$t/test_gemm_kernels"
+        run_test "$t" "$BUILD/$t/test_codecs_kernels"
         ;;
     clang-aarch64)
         cc="clang --target=aarch64-linux-gnu"
@@ -261,6 +264,7 @@ for t in "${TOOLCHAINS[@]}"; do
         echo "  under qemu-aarch64 -cpu max: $(qemu-aarch64-static -cpu max "$BUILD/$t/gk_isa_report")"
         run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_qgemm_kernels"
         run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_gemm_kernels"
+        run_test "$t" qemu-aarch64-static -cpu max "$BUILD/$t/test_codecs_kernels"
         ;;
     mingw)
         build "$t" x86_64-w64-mingw32-gcc "$GROUPS_WIN64" x86_64-w64-mingw32-gcc .exe || continue

@@ -5,7 +5,9 @@
 #                    int8 paths, and the bfloat16 BFMMLA family (neonbf16) must run
 # The int8 harness (GK_TEST_SRC) tests every usable int8 family; the Gemm harness
 # (tests/c/test_gemm_kernels.c) every usable Gemm family of every type, and must show the
-# NEON families of every type that has one run and pass on both CPUs.
+# NEON families of every type that has one run and pass on both CPUs; the codecs harness
+# (tests/c/test_codecs_kernels.c) the NEON codecs family against the scalar one, bit for
+# bit, which must run and pass on both CPUs.
 # Each source group gets the flags setup.py gives it (python setup.py print-isa-groups) (only *_neondot.c / *_i8mm.c get
 # -march=...+dotprod / +i8mm, *_neonbf16.c +bf16; the scalar oracle is built without
 # auto-vectorisation).
@@ -74,10 +76,14 @@ unset 'objs[-1]'
 compile -- tests/c/test_gemm_kernels.c
 gemm_obj=${objs[-1]}
 unset 'objs[-1]'
+compile -- tests/c/test_codecs_kernels.c
+codecs_obj=${objs[-1]}
+unset 'objs[-1]'
 
 "$CC" -static -o "$BUILD/gk_isa_report" "$report_obj" "${objs[@]}" -lm -pthread
 "$CC" -static -o "$BUILD/test_qgemm_kernels" "$test_obj" "${objs[@]}" -lm -pthread
 "$CC" -static -o "$BUILD/test_gemm_kernels" "$gemm_obj" "${objs[@]}" -lm -pthread
+"$CC" -static -o "$BUILD/test_codecs_kernels" "$codecs_obj" "${objs[@]}" -lm -pthread
 # the Gemm types with a NEON family (declared in gk_gemm.h): each must run under both CPUs
 neon_gemm=$(grep -c '^extern const gk_gemm_kernel gk_gemm_[a-z0-9]*_neon;' include/gemmkit/gk_gemm.h || true)
 
@@ -127,6 +133,17 @@ for cpu in $CPUS; do
         fi
         if ! grep -qE "$bfmmla" <<<"$out"; then
             echo "FAIL: the neonbf16 family under -cpu $cpu: expected a line matching $bfmmla" >&2
+            status=1
+        fi
+    fi
+    if ! out=$("$QEMU" -cpu "$cpu" "$BUILD/test_codecs_kernels" 2>&1); then
+        echo "$out" | tail -40
+        echo "FAIL: codecs kernel test under -cpu $cpu" >&2
+        status=1
+    else
+        echo "$out"
+        if ! grep -qE '^codecs neon: [1-9][0-9]* checks, ok$' <<<"$out"; then
+            echo "FAIL: the NEON codecs family did not run and pass under -cpu $cpu" >&2
             status=1
         fi
     fi

@@ -6,7 +6,8 @@
 #            the AMD Zen 2 machines, where onnxruntime's u8s8 kernels saturate
 # Per CPU: no illegal instruction, the right path chosen, exact results on every usable
 # path (tests/emulated_check.py), the C kernel tests (tests/c/test_qgemm_kernels, every int8
-# family; tests/c/test_gemm_kernels, every Gemm family of every type).  Under
+# family; tests/c/test_gemm_kernels, every Gemm family of every type;
+# tests/c/test_codecs_kernels, every codecs family against the scalar one).  Under
 # Haswell also: the pytest checks that run onnxruntime next to the exact oracles (their
 # report says whether onnxruntime is exact there; it is not asserted), smoke runs of
 # benchmarks/bench_int8.py and bench_gemm.py (peaks of absent ISAs must not be run), the
@@ -61,6 +62,7 @@ for pair in "Nehalem:sse41" "Haswell:avx2"; do
         emu_tmp "$cpu" "$py" "$check" "$want" $quick
     step "$cpu" "C kernel test" emu "$cpu" "$cbuild/test_qgemm_kernels"
     step "$cpu" "C Gemm kernel test" emu "$cpu" "$cbuild/test_gemm_kernels"
+    step "$cpu" "C codecs kernel test" emu "$cpu" "$cbuild/test_codecs_kernels"
 done
 
 cpu=Haswell

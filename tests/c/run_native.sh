@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds tests/c/test_qgemm_kernels and test_gemm_kernels (and benchmarks/c/'s kernel benchmark) natively with $CC
+# Builds tests/c/test_qgemm_kernels, test_gemm_kernels and test_codecs_kernels (and
+# benchmarks/c/'s kernel benchmark) natively with $CC
 # (default gcc; CC=clang works the same: its scalar flags take gcc's spelling too), every
 # ISA group compiled separately with setup.py's flags (python setup.py print-isa-groups) and
-# GK_HAVE_<ISA> defined for the groups that compiled, then runs both tests.
+# GK_HAVE_<ISA> defined for the groups that compiled, then runs the three tests.
 # (scripts/test_cross_builds.sh builds with clang and mingw-w64 and probes each group.)
-#   bash tests/c/run_native.sh               build and run the kernel tests (int8, Gemm)
+#   bash tests/c/run_native.sh               build and run the kernel tests (int8, Gemm, codecs)
 #   bash tests/c/run_native.sh bench [K]     build and run the kernel benchmark
-#   bash tests/c/run_native.sh build         build both, run nothing (scripts/test_qemu_x86.sh
+#   bash tests/c/run_native.sh build         build the tests, run nothing (scripts/test_qemu_x86.sh
 #                                            runs them under emulated CPUs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,6 +53,7 @@ done
 for p in "${PIDS[@]}"; do wait "$p"; done # set -e: any failed compile stops here
 $CC $BASE tests/c/test_qgemm_kernels.c "${OBJS[@]}" -lm -pthread -o "$B/test_qgemm_kernels"
 $CC $BASE tests/c/test_gemm_kernels.c "${OBJS[@]}" -lm -pthread -o "$B/test_gemm_kernels"
+$CC $BASE tests/c/test_codecs_kernels.c "${OBJS[@]}" -lm -pthread -o "$B/test_codecs_kernels"
 if [ "${1:-}" = bench ] || [ "${1:-}" = build ]; then
     $CC $BASE benchmarks/c/bench_qgemm_kernels.c benchmarks/c/bench_peak_x86.c "${OBJS[@]}" -lm -pthread \
         -o "$B/bench_qgemm_kernels"
@@ -61,4 +63,5 @@ bench) exec "$B/bench_qgemm_kernels" "${@:2}" ;;
 build) exit 0 ;;
 esac
 "$B/test_qgemm_kernels"
+"$B/test_codecs_kernels"
 exec "$B/test_gemm_kernels"
