@@ -468,12 +468,20 @@ def simd_modes():
 def test_simd_path_active_where_cpu_has_it():
     """Where the F16C/AVX2 code is built in, the CPU has AVX2 and F16C and the selected
     level (GEMMKIT_ISA) is avx2 or above, the bulk conversions must take a SIMD family (the
-    AVX-512 one at avx512 and above); elsewhere they must not."""
+    AVX-512 one at avx512 and above); elsewhere they must not.  On ARM64 (AdvSIMD is
+    baseline) the NEON family runs at every level from neon up."""
     import gemmkit
     if not core._codecs_simd_compiled():
         assert core._codecs_simd_active() is False
         if platform.machine().lower() in ("x86_64", "amd64"):
             pytest.skip("x86 build without the avx2 group: only the scalar path is tested")
+        return
+    levels = core._levels()
+    if "neon" in levels:
+        info = gemmkit.cpu_info()
+        want = levels.index(info["isa"]) >= levels.index("neon")
+        assert core._codecs_simd_active() is want
+        assert info["engines"]["codecs"] == ("neon" if want else "scalar")
         return
     try:
         flags = open("/proc/cpuinfo").read().split()
@@ -492,7 +500,7 @@ def test_simd_path_active_where_cpu_has_it():
 
 
 def test_isa_level_caps_the_codecs_engine():
-    """GEMMKIT_ISA below avx2 takes the codecs to their scalar family (bit-identical)."""
+    """GEMMKIT_ISA=scalar takes the codecs to their scalar family (bit-identical)."""
     import gemmkit
     default = gemmkit.cpu_info()["isa"]
     codes = np.arange(65536, dtype=np.uint16)
