@@ -47,7 +47,7 @@ def matmul_integer_to_float(a, b, a_scale, b_scale, a_zp=None, b_zp=None, bias=N
     y = np.broadcast_to(y, acc.shape)
     if t == np.float16:
         y = y.astype(np.float16)   # float32 -> float16, nearest even (a single rounding)
-    return np.ascontiguousarray(y)
+    return np.array(y, order="C")  # (np.ascontiguousarray makes a 0-d result 1-D)
 
 
 # ----------------------------------------------------------------------------------------

@@ -94,6 +94,17 @@ def test_matmul_integer_to_float_shapes_and_float16(isa):
     a = _rand_q(rng, U8, (3, 4, 9))
     assert_bits(c.matmul_integer_to_float(a, b1, F32(0.5), F32(0.25), U8(7), S8(-3)),
                 co.matmul_integer_to_float(a, b1, F32(0.5), F32(0.25), U8(7), S8(-3)))
+    # 1-D @ 1-D: a 0-d result, as numpy.matmul and matmul_integer give
+    got = c.matmul_integer_to_float(a1, b1, F32(0.5), F32(0.25), None, None, F32(1.5))
+    assert got.shape == () and got.dtype == F32
+    assert_bits(got, co.matmul_integer_to_float(a1, b1, F32(0.5), F32(0.25), None, None,
+                                                F32(1.5)))
+    assert c.dynamic_quantize_matmul(rng.standard_normal(9).astype(F32), b1,
+                                     F32(0.25)).shape == ()
+    # scales in non-native byte order are read by value
+    sw = np.array(0.25, F32).astype(">f4")
+    assert_bits(c.matmul_integer_to_float(a, b1, F32(0.5), sw),
+                co.matmul_integer_to_float(a, b1, F32(0.5), F32(0.25)))
     # batch broadcasting and a batched B
     a = _rand_q(rng, S8, (3, 1, 4, 9))
     bb = _rand_q(rng, S8, (2, 9, 5))
@@ -182,6 +193,7 @@ def _dql_inputs():
         "zeros": np.zeros((3, 4), F32),
         "negzero": np.full((2, 2), -0.0, F32),
         "single": np.array([[2.5]], F32),
+        "0-d": np.array(-1.25, F32),   # keeps its shape () (ascontiguousarray made it (1,))
         "tiny": (rng.standard_normal((3, 3)) * 1e-38).astype(F32),
         "wide": np.array([-2e38, 0.0, 1.3e38, 7.0], F32),
         "empty": np.zeros((0, 4), F32),
@@ -197,6 +209,7 @@ def test_dynamic_quantize_linear_exact(name):
     assert_bits(q, wq)
     assert_bits(s, ws)
     assert_bits(z, wz)
+    assert q.shape == x.shape
     assert s.shape == () and z.shape == ()
     if name == "ties_odd_zero_point":
         assert s == 1 and z == 126

@@ -157,6 +157,29 @@ def test_run_node_qlinear_matmul_opset10_rejects_float8_and_half_scales(isa):
     np.testing.assert_array_equal(y, np.full((2, 2), 3, np.int8))
 
 
+def test_run_node_rejects_extra_inputs_and_reads_python_scales(isa):
+    """More inputs than the op has is an error that says so (they were silently dropped);
+    a Python number as a scale is read as float32 at every opset, as the op reads it."""
+    from gemmkit.onnx_ops import run_node
+    a, b = np.ones((2, 3), np.uint8), np.ones((3, 2), np.int8)
+    with pytest.raises(ValueError, match="MatMulInteger: at most 4 inputs"):
+        run_node(helper.make_node("MatMulInteger", list("ABcde"), ["Y"]),
+                 [a, b, np.uint8(0), np.int8(0), np.int8(0)])
+    with pytest.raises(ValueError, match="Gemm: at most 3 inputs"):
+        f = np.ones((2, 2), np.float32)
+        run_node(helper.make_node("Gemm", list("ABCD"), ["Y"]), [f, f, f, f])
+    node = helper.make_node("QLinearMatMul", list("abcdefghi"), ["y"])
+    args = [a, np.float32(1), np.uint8(0), b, np.float32(1), np.int8(0), np.float32(1),
+            np.uint8(0)]
+    with pytest.raises(ValueError, match="exactly 8 inputs"):
+        run_node(node, args + [np.uint8(0)])
+    node = helper.make_node("QLinearMatMul", list("abcdefgh"), ["y"])
+    args[1], args[6] = 0.5, 2
+    for opset in (10, 21):
+        (y,) = run_node(node, args, opset=opset)
+        np.testing.assert_array_equal(y, np.full((2, 2), 1, np.uint8))  # 3 * 0.5 / 2
+
+
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_run_node_gemm_attributes(trans_a, trans_b):
     from gemmkit.onnx_ops import run_node

@@ -123,7 +123,20 @@ def timing_table(rng):
     return rows
 
 
+def _parse(argv):
+    import argparse
+    p = argparse.ArgumentParser(
+        prog="python -m gemmkit",
+        description="What this machine runs (gemmkit.cpu_info()), a self-check of every op "
+                    "against NumPy oracles written from the ONNX definitions, and a timing "
+                    "table against NumPy (a few seconds).  Exit status 1 if a check fails.")
+    p.add_argument("--no-timing", action="store_true",
+                   help="the machine report and the self-check only (no timing table)")
+    return p.parse_args(argv)
+
+
 def main(argv=None):
+    args = _parse(sys.argv[1:] if argv is None else argv)
     rng = np.random.default_rng(2024)
     info = gk.cpu_info()
     print(f"gemmkit {gk.__version__}")
@@ -133,6 +146,8 @@ def main(argv=None):
     results = self_check(rng)
     for name, ok in results:
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
+    if args.no_timing:
+        return _verdict(results)
     print(f"\ntiming (median; gemmkit on up to {gk.get_num_threads()} threads; NumPy: int32 "
           f"matmul, and its BLAS with its own threading for float32):")
     print(f"  {'case':28s} {'gemmkit':>11s} {'NumPy':>11s} {'speed-up':>9s} {'GOP/s':>8s}")
@@ -140,6 +155,10 @@ def main(argv=None):
         print(f"  {name:28s} {tg * 1e6:9.1f}us {tn * 1e6:9.1f}us {tn / tg:8.2f}x "
               f"{ops / tg / 1e9:8.1f}")
     print("  (*) NumPy: float32 matmul of the same values (NumPy has no bfloat16 matmul)")
+    return _verdict(results)
+
+
+def _verdict(results):
     if not all(ok for _, ok in results):
         print("\nself-check FAILED")
         return 1

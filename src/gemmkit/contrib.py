@@ -130,6 +130,8 @@ def _float_tensor(x, name: str, op: str, dtypes=(_F32,)) -> np.ndarray:
     else:
         raise TypeError(f"{op}: {name} must be a NumPy array or scalar of "
                         f"{' or '.join(map(str, dtypes))}, got {_desc(x)}")
+    if not arr.dtype.isnative and arr.dtype.newbyteorder("=") in dtypes:
+        arr = arr.astype(arr.dtype.newbyteorder("="))  # the same values, native order
     if arr.dtype not in dtypes:
         raise TypeError(f"{op}: {name} must be {' or '.join(map(str, dtypes))}, "
                         f"got {arr.dtype} (shape {list(arr.shape)})")
@@ -285,7 +287,10 @@ def _integer_to_float(op, A, B, sa, sb, a_zero_point, b_zero_point, bias_arr):
         y = np.multiply(y, scale, dtype=_F32)      # one float32 multiplication
         if bias_arr is not None:
             y = np.add(y, bias_arr.astype(_F32), dtype=_F32)   # one float32 addition
-    y = np.ascontiguousarray(np.broadcast_to(y, acc.shape))
+    if not isinstance(y, np.ndarray) or y.shape != acc.shape or not y.flags.c_contiguous:
+        # an array of acc's shape, 0-d included (NumPy's ufuncs return a 0-d result as a
+        # scalar, and np.ascontiguousarray makes it 1-D)
+        y = np.array(np.broadcast_to(y, acc.shape), order="C")
     if sa.dtype == _F16:
         y = y.astype(_F16)                         # rounded once, nearest even
     return y
@@ -337,7 +342,9 @@ def _dynamic_quantize_linear(x, op: str, name: str):
     # one C call (the min/max and quantizing passes in the codecs family of the dispatch,
     # the scalar steps in float32): each operation the float32 one the NumPy definition
     # above names
-    status, q, scale, zp, lo, hi = _core._dql_u8(np.ascontiguousarray(x))
+    # (np.array, not np.ascontiguousarray: that makes a 0-d x 1-D)
+    status, q, scale, zp, lo, hi = _core._dql_u8(
+        x if x.flags.c_contiguous else np.array(x, order="C"))
     if status == 1:
         raise ValueError(f"{op}: {name} (float32{list(x.shape)}) holds NaN or infinity; "
                          f"its quantization range is undefined")

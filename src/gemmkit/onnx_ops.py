@@ -104,6 +104,9 @@ def _run_matmul_integer(node, vals, attrs, opset):
     _check_unknown_attrs(node, attrs, ())
     if opset is not None and opset < 10:
         raise NotImplementedError(f"MatMulInteger does not exist in opset {opset}")
+    if len(vals) > 4:
+        raise ValueError(f"MatMulInteger: at most 4 inputs (A, B, a_zero_point, "
+                         f"b_zero_point), got {len(vals)}")
     a, b = _get(vals, 0), _get(vals, 1)
     if a is None or b is None:
         raise ValueError("MatMulInteger: inputs A and B are required")
@@ -116,6 +119,9 @@ def _run_qlinear_matmul(node, vals, attrs, opset):
     _check_unknown_attrs(node, attrs, ())
     if opset is not None and opset < 10:
         raise NotImplementedError(f"QLinearMatMul does not exist in opset {opset}")
+    if len(vals) > 8:
+        raise ValueError(f"QLinearMatMul: exactly 8 inputs (a, a_scale, a_zero_point, b, "
+                         f"b_scale, b_zero_point, y_scale, y_zero_point), got {len(vals)}")
     if len(vals) != 8 or any(v is None for v in vals):
         raise ValueError(
             "QLinearMatMul: all 8 inputs (a, a_scale, a_zero_point, b, b_scale, "
@@ -129,6 +135,8 @@ def _run_qlinear_matmul(node, vals, attrs, opset):
                     f"QLinearMatMul-{opset}: {name} has dtype {np.asarray(v).dtype}; "
                     f"float8 types need opset 21")
         for name, v in zip(("a_scale", "b_scale", "y_scale"), (vals[1], vals[4], vals[6])):
+            if type(v) is float or type(v) is int:
+                continue  # a Python number: read as float32, as qlinear_matmul reads it
             dt = np.asarray(v).dtype
             if dt != np.float32:
                 raise TypeError(
@@ -141,6 +149,8 @@ def _run_gemm(node, vals, attrs, opset):
     from . import gemm
 
     _check_unknown_attrs(node, attrs, ("alpha", "beta", "transA", "transB", "broadcast"))
+    if len(vals) > 3:
+        raise ValueError(f"Gemm: at most 3 inputs (A, B, C), got {len(vals)}")
     a, b, c = _get(vals, 0), _get(vals, 1), _get(vals, 2)
     if a is None or b is None:
         raise ValueError("Gemm: inputs A and B are required")
