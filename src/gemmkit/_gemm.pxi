@@ -504,9 +504,9 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     N = cnp.PyArray_DIM(b, 1 - tb)
     if K != Kb:
         raise ValueError(
-            f"gemm: inner dimensions differ: A{'.T' if ta else ''} of A shape {(<object>a).shape} "
-            f"has K={K}, B{'.T' if tb else ''} of B shape {(<object>b).shape} has K={Kb} "
-            f"(transA={ta}, transB={tb})")
+            f"gemm: inner dimensions differ: A has shape {(<object>a).shape}, so "
+            f"A{'.T' if ta else ''} has K={K}; B has shape {(<object>b).shape}, so "
+            f"B{'.T' if tb else ''} has K={Kb} (transA={ta}, transB={tb})")
 
     args.c = NULL
     args.c_rs = 0
