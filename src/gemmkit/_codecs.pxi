@@ -363,7 +363,22 @@ def _dql_u8(x):
     NumPy definition names (lo = min(0, min x), hi = max(0, max x); scale = 1 if hi == lo
     else (hi - lo) / 255; zp = rint(clamp(0 - lo / scale, 0, 255))).  status: 0 done, 1 a
     NaN or infinity in x, 2 hi - lo overflows float32, 3 the scale underflows to 0 (y is
-    then not computed)."""
+    then not computed).  Run in the default floating-point environment whatever the
+    calling thread set (ONNX defines the rounding: to nearest, ties to even; and FTZ/DAZ
+    would flush small scales), the caller's restored after."""
+    cdef fenv_t saved
+    cdef bint swap = not gk_fenv_is_default()
+    if swap:
+        fegetenv(&saved)
+        fesetenv(FE_DFL_ENV)
+    try:
+        return _dql_u8_run(x)
+    finally:
+        if swap:
+            fesetenv(&saved)
+
+
+cdef object _dql_u8_run(x):
     cdef const float[::1] v
     cdef float lo = 0, hi = 0, xmin = 0, xmax = 0, rng, scale = 1, zp0, zp = 0
     cdef float zero = 0, top = 255

@@ -249,3 +249,14 @@ cdef extern from "gemmkit/gk_parallel.h" nogil:
     double gk_parallel_work_scale()
     int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
                          int threads, int rows_too, int *tm, int *tn)
+
+
+# The default floating-point environment around exactly defined computations (see the
+# header): gemmkit.contrib's DynamicQuantizeLinear steps.
+cdef extern from "core/gk_fenv.h" nogil:
+    ctypedef struct fenv_t:
+        pass
+    const fenv_t *FE_DFL_ENV
+    int gk_fenv_is_default()
+    int fegetenv(fenv_t *envp)
+    int fesetenv(const fenv_t *envp)
