@@ -100,29 +100,14 @@ static inline int gk_mxcsr_is_default(void) { return (_mm_getcsr() & 0xE040u) ==
 #endif
 
 #if defined(__aarch64__) || defined(_M_ARM64)
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
-/* This thread's FPCR has every mode bit at its reset value: round to nearest (RMode 0),
- * FZ, FZ16, DN and AHP off, FEAT_AFP's FIZ/AH/NEP off, no exception trap enabled.  There
- * (and only there) FCVTL/FCVTN/FCVTXN are the IEEE conversions of every operand,
- * subnormals included, with NaN quieted keeping its sign and top payload bits -- what the
- * scalar family computes with integers.  Bits it ignores are RES0 on ARMv8.0 (a CPU
- * without FEAT_AFP reads bits 0-2 as zero).  A process may change FPCR: fesetround,
+#include "core/gk_fenv.h"
+/* This thread's FPCR has every mode bit at its reset value (gk_fenv_is_default: round to
+ * nearest, FZ, FZ16, DN and AHP off, FEAT_AFP's FIZ/AH/NEP off, no exception trap
+ * enabled).  There (and only there) FCVTL/FCVTN/FCVTXN are the IEEE conversions of every
+ * operand, subnormals included, with NaN quieted keeping its sign and top payload bits --
+ * what the scalar family computes with integers.  A process may change FPCR: fesetround,
  * -ffast-math's startup code (FZ), a library that sets FZ or DN. */
-#define GK_FPCR_MODE_BITS 0x07C89F07u /* AHP DN FZ RMode FZ16 | IDE IXE UFE OFE DZE IOE |
-                                         NEP AH FIZ */
-static inline int gk_fpcr_is_default(void)
-{
-    uint64_t fpcr;
-#if defined(_MSC_VER) && !defined(__clang__)
-    fpcr = (uint64_t)_ReadStatusReg(ARM64_SYSREG(3, 3, 4, 4, 0)); /* FPCR */
-#else
-    /* volatile: read at every call, never hoisted past a call that may change FPCR */
-    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
-#endif
-    return (fpcr & GK_FPCR_MODE_BITS) == 0u;
-}
+static inline int gk_fpcr_is_default(void) { return gk_fenv_is_default(); }
 #endif
 
 #endif

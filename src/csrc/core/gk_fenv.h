@@ -39,7 +39,9 @@ static inline int gk_fenv_is_default(void)
     __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
 #endif
     /* AHP 26, DN 25, FZ 24, RMode 23:22, FZ16 19, trap enables 15 and 12:8, NEP/AH/FIZ
-     * 2:0: all clear in the default environment */
+     * 2:0: all clear in the default environment (bits it ignores are RES0 on ARMv8.0; a
+     * CPU without FEAT_AFP reads bits 0-2 as zero).  volatile: read at every call,
+     * never hoisted past a call that may change FPCR. */
     return (fpcr & 0x07C89F07u) == 0u;
 }
 #else
