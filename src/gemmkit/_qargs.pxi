@@ -237,7 +237,8 @@ cdef _Small _scale(s, str name, bint is_y):
         raise TypeError(f"{name} must be float32, float16 or bfloat16, got {_given(s, sa)}")
     if cnp.PyArray_SIZE(sa) == 1:
         if not (cnp.PyArray_ISNOTSWAPPED(sa) and cnp.PyArray_ISALIGNED(sa)):
-            sa = np.ascontiguousarray(sa, dtype=sa.dtype.newbyteorder("="))
+            # a fresh copy: ascontiguousarray hands back the same unaligned array
+            sa = np.array(sa, dtype=sa.dtype.newbyteorder("="), copy=True)
         if t == cnp.NPY_FLOAT32:
             r.fvalue = (<float *>cnp.PyArray_DATA(sa))[0]
         else:
@@ -246,7 +247,9 @@ cdef _Small _scale(s, str name, bint is_y):
         _check_scale_value(r.fvalue, name, is_y)
         return r
     # Widening f16/bf16 -> f32 is exact, so NumPy's cast is the definition.
-    r.arr = np.ascontiguousarray(sa, dtype=np.float32)
+    # C-contiguous, aligned native float32 (the kernels read it as float *; an unaligned
+    # view that is already contiguous float32 is copied too)
+    r.arr = np.require(sa, dtype=np.float32, requirements=["C", "A"])
     if not np.isfinite(r.arr).all():
         raise ValueError(f"{name} must be finite, got non-finite values")
     if is_y and (r.arr == 0).any():
