@@ -42,6 +42,7 @@
 
 #include "gemmkit/gk_codecs.h"
 #include "gemmkit/gk_dispatch.h"
+#include "gk_test_util.h"
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
@@ -57,24 +58,8 @@
 static long n_checks, n_fail;
 static const char *cur_fam = "";
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd64(void) { return gk_test_xorshift64(&rng); }
 static uint32_t rnd32(void) { return (uint32_t)(rnd64() >> 32); }
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

@@ -40,6 +40,7 @@
 #include "gemmkit/gk_codecs.h"
 #include "gemmkit/gk_dispatch.h"
 #include "gemmkit/gk_gemm.h"
+#include "gk_test_util.h"
 #include "gemm/gk_gemm_bf16dot_guard.h"
 
 static const char *const dt_name[GK_DT_COUNT] = {"float16", "bfloat16", "float32", "float64",
@@ -77,25 +78,9 @@ static int packed_guard_passes(const gk_gemm_kernel *kr, const gk_gemm_args *g)
 static long n_pass, n_fail;
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd64(void) { return gk_test_xorshift64(&rng); }
 static uint32_t rnd(void) { return (uint32_t)(rnd64() >> 20); }
 static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
 
 static size_t dt_size(int dt)
 {

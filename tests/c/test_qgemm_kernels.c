@@ -16,27 +16,12 @@
 
 #include "gemmkit/gk_dispatch.h"
 #include "gemmkit/gk_kernels.h"
+#include "gk_test_util.h"
 
 static int n_pass, n_fail;
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
+static uint32_t rnd(void) { return (uint32_t)(gk_test_xorshift64(&rng) >> 11); }
 static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
 
 /* A matrix rows x cols of bytes somewhere inside a buffer, with byte strides. */
 typedef struct {
