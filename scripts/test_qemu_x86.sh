@@ -6,8 +6,11 @@
 #            the AMD Zen 2 machines, where onnxruntime's u8s8 kernels saturate
 # Per CPU: no illegal instruction, the right path chosen, exact results on every usable
 # path (tests/emulated_check.py), the C kernel tests (tests/c/test_qgemm_kernels, every int8
-# family; tests/c/test_gemm_kernels, every Gemm family of every type;
-# tests/c/test_codecs_kernels, every codecs family against the scalar one).  Under
+# family; tests/c/test_gemm_kernels, every Gemm family of every type).  (Not
+# tests/c/test_codecs_kernels: qemu's TCG F16C flushes subnormal halves -- vcvtph2ps of
+# 0x0001 gives +0, vcvtps2ph of 2^-24 gives 0 -- where every real F16C CPU, and the
+# harness run natively by tests/c/run_native.sh on each CI machine, gives the IEEE
+# values.)  Under
 # Haswell also: the pytest checks that run onnxruntime next to the exact oracles (their
 # report says whether onnxruntime is exact there; it is not asserted), smoke runs of
 # benchmarks/bench_int8.py and bench_gemm.py (peaks of absent ISAs must not be run), the
@@ -62,7 +65,6 @@ for pair in "Nehalem:sse41" "Haswell:avx2"; do
         emu_tmp "$cpu" "$py" "$check" "$want" $quick
     step "$cpu" "C kernel test" emu "$cpu" "$cbuild/test_qgemm_kernels"
     step "$cpu" "C Gemm kernel test" emu "$cpu" "$cbuild/test_gemm_kernels"
-    step "$cpu" "C codecs kernel test" emu "$cpu" "$cbuild/test_codecs_kernels"
 done
 
 cpu=Haswell
