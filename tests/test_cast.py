@@ -10,6 +10,7 @@ import pytest
 
 import cast_oracle as oracle
 import gemmkit as gk
+from fenv_modes import directed_modes, rounding
 
 F8 = [np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
                             ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)]
@@ -283,35 +284,13 @@ def test_float64_rounds_once():
     assert gk.cast(np.float64([65519.998]), F16).view(np.uint16)[0] == 0x7BFF
 
 
-# glibc's FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO per machine (FE_TONEAREST is 0 on both)
-_ROUND_MODES = {"x86_64": (0x800, 0x400, 0xC00), "AMD64": (0x800, 0x400, 0xC00),
-                "aarch64": (0x400000, 0x800000, 0xC00000)}
-
-
-def _fesetround():
-    """glibc's fesetround (x86-64: it sets x87's and SSE's MXCSR rounding; AArch64: FPCR's)
-    and this machine's three directed modes, or None."""
-    import ctypes
-    import platform
-    if platform.system() != "Linux" or platform.machine() not in _ROUND_MODES:
-        return None
-    try:
-        return ctypes.CDLL(None).fesetround, _ROUND_MODES[platform.machine()]
-    except (OSError, AttributeError):
-        return None
-
-
 @pytest.mark.parametrize("dst", [F32, F16, BF16, F8[0], F8[3]], ids=str)
 def test_float64_ignores_the_rounding_mode(isa, dst):
     """The SIMD families convert float64 <-> float32 (and, on ARM64, float16 <-> float32) in
     hardware, which follows MXCSR's / FPCR's rounding mode: under a non-default one they
     must fall back to the integer routes, so that every result still rounds to nearest
     even (ONNX Cast)."""
-    found = _fesetround()
-    if found is None:
-        pytest.skip("needs glibc's fesetround on x86-64 or AArch64 Linux to change the "
-                    "rounding mode")
-    fesetround, modes = found
+    modes = directed_modes()
     x = source("float64-sweep")
     want = expected("float64-sweep", dst, True)
     x32 = source("float32-sweep")
@@ -319,13 +298,10 @@ def test_float64_ignores_the_rounding_mode(isa, dst):
     want_d = expected("float32-sweep", dst, True) if dst != F32 else None
     with gk.threads(1):  # the conversion runs in this thread, under its MXCSR / FPCR
         for mode in modes:  # FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO
-            assert fesetround(mode) == 0
-            try:
+            with rounding(mode):
                 got = gk.cast(x, dst)
                 got64 = gk.cast(x32, F64)
                 got_d = gk.cast(x32, dst) if want_d is not None else None
-            finally:
-                fesetround(0)  # FE_TONEAREST
             assert_bits(got, want, x)
             assert_bits(got64, want64, x32)
             if want_d is not None:  # float32 sources: float16 by FCVTN on ARM64

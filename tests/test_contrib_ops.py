@@ -12,6 +12,7 @@ import pytest
 from gemmkit import _core
 
 import contrib_oracles as co
+from fenv_modes import directed_modes, rounding
 import oracles as o
 
 U8, S8, I32, F32, F16 = np.uint8, np.int8, np.int32, np.float32, np.float16
@@ -848,23 +849,14 @@ def test_dynamic_quantize_linear_ignores_the_rounding_mode():
     """DynamicQuantizeLinear rounds to nearest, ties to even, by definition: a rounding
     mode set by the caller changes no bit (before, FE_DOWNWARD / FE_TOWARDZERO changed
     the scale, the zero point and 999 of 1000 codes of this input)."""
-    import ctypes
-    import platform
-    modes = {"x86_64": (0x800, 0x400, 0xC00),
-             "aarch64": (0x400000, 0x800000, 0xC00000)}.get(platform.machine())
-    if platform.system() != "Linux" or modes is None:
-        pytest.skip("needs glibc's fesetround (Linux, x86-64 or ARM64)")
-    fesetround = ctypes.CDLL(None).fesetround
+    modes = directed_modes()
     c = _c()
     x = (np.random.default_rng(8).standard_normal((20, 50)) * 3).astype(F32)
     want = c.dynamic_quantize_linear(x)
     for w, e in zip(want, co.dynamic_quantize_linear(x)):
         assert_bits(w, e)
     for mode in modes:
-        assert fesetround(mode) == 0
-        try:
+        with rounding(mode):
             got = c.dynamic_quantize_linear(x)
-        finally:
-            fesetround(0)
         for g, w in zip(got, want):
             assert_bits(g, w)

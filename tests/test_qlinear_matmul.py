@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fenv_modes import directed_modes, rounding
 import oracles as o
 from conftest import examples
 from strategies import EDGE_DIMS, batch_shapes, layouts, mnk, rand_extreme, rand_int8, relayout
@@ -482,30 +483,13 @@ def test_y_params_of_a_1d_product_errors():
             gk.qlinear_matmul(a, *args, np.ones(shape, np.float32), np.zeros(shape, U8))
 
 
-def _fesetround_modes():
-    """glibc's fesetround and its (FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO), or None."""
-    import ctypes
-    import platform
-    modes = {"x86_64": (0x800, 0x400, 0xC00), "AMD64": (0x800, 0x400, 0xC00),
-             "aarch64": (0x400000, 0x800000, 0xC00000)}.get(platform.machine())
-    if platform.system() != "Linux" or modes is None:
-        return None
-    try:
-        return ctypes.CDLL(None).fesetround, modes
-    except (OSError, AttributeError):
-        return None
-
-
 @pytest.mark.parametrize("kind", ["u8 out", "float8 out", "float8 in"])
 def test_results_do_not_follow_the_callers_rounding_mode(isa, kind):
     """QLinearMatMul is defined exactly (one float32 multiplier, x rounded half to even;
     float8 inputs: float32 sums): a rounding mode set by the caller must change no bit.
     Before, under FE_UPWARD 189 of 3072 outputs of this case differed from the
     definition, and the scalar and SIMD paths from each other."""
-    fs = _fesetround_modes()
-    if fs is None:
-        pytest.skip("needs glibc's fesetround (Linux, x86-64 or ARM64)")
-    fesetround, modes = fs
+    modes = directed_modes()
     rng = np.random.default_rng(27)
     if kind == "float8 in":
         a = o.f8_from_float(rng.standard_normal((64, 100)) * 3, E4M3FN)
@@ -518,11 +502,8 @@ def test_results_do_not_follow_the_callers_rounding_mode(isa, kind):
     want = _gk().qlinear_matmul(*args)
     o.check_qlinear(want, *args)
     for mode in modes:
-        assert fesetround(mode) == 0
-        try:
+        with rounding(mode):
             got = _gk().qlinear_matmul(*args)
-        finally:
-            fesetround(0)
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 import gemmkit as gk
+from fenv_modes import directed_modes, rounding
 import oracles as o
 from gemmkit import _core
 from strategies import rand_extreme, rand_int8
@@ -312,23 +313,6 @@ def test_gemm_nan_inf_same_for_all_thread_counts(isa):
     same_for_all_threads(lambda: gk.gemm(A, B, C, 1.0, 2.0), f"gemm nan/inf {isa}")
 
 
-def _fesetround():
-    """glibc's fesetround (on x86-64 it sets x87's and SSE's MXCSR rounding mode; on
-    ARM64, FPCR's), or None where there is none to call."""
-    import ctypes
-    import platform
-    if platform.system() != "Linux":
-        return None
-    try:
-        return ctypes.CDLL(None).fesetround
-    except (OSError, AttributeError):
-        return None
-
-
-# FE_UPWARD of glibc's <fenv.h>
-_FE_UPWARD = {"x86_64": 0x800, "AMD64": 0x800, "aarch64": 0x400000}
-
-
 @pytest.mark.parametrize("dt", [F32, F64], ids=str)
 def test_workers_take_the_callers_rounding_mode(isa, dt):
     """Every worker computes its tiles under the calling thread's floating-point
@@ -336,11 +320,7 @@ def test_workers_take_the_callers_rounding_mode(isa, dt):
     1-thread bits, which differ from round-to-nearest's (the mode is in effect).  Before
     the pool carried it, a worker kept its own mode and a 2-thread float32 512^3 product
     differed from the 1-thread one in up to half its elements, from run to run."""
-    import platform
-    fesetround = _fesetround()
-    up = _FE_UPWARD.get(platform.machine())
-    if fesetround is None or up is None:
-        pytest.skip("needs glibc's fesetround (Linux, x86-64 or ARM64)")
+    up = directed_modes()[0]  # FE_UPWARD
     rng = np.random.default_rng(61)
     n = 96 if isa == "scalar" else 320
     A = rng.standard_normal((n, n)).astype(dt)
@@ -349,18 +329,14 @@ def test_workers_take_the_callers_rounding_mode(isa, dt):
         nearest = gk.gemm(A, B)
     with gk.threads(2):
         gk.gemm(A, B)  # the workers exist, started under the default mode
-    assert fesetround(up) == 0
-    try:
-        with work_scale(0.0):
-            with gk.threads(1):
-                ref = gk.gemm(A, B)
-            for t in (2, 3, 4):
-                for rep in range(3):  # a worker takes tiles only if it wakes in time
-                    with gk.threads(t):
-                        got = gk.gemm(A, B)
-                    assert_same_bytes(got, ref, f"gemm {dt} FE_UPWARD threads={t} #{rep}")
-    finally:
-        fesetround(0)  # FE_TONEAREST
+    with rounding(up), work_scale(0.0):
+        with gk.threads(1):
+            ref = gk.gemm(A, B)
+        for t in (2, 3, 4):
+            for rep in range(3):  # a worker takes tiles only if it wakes in time
+                with gk.threads(t):
+                    got = gk.gemm(A, B)
+                assert_same_bytes(got, ref, f"gemm {dt} FE_UPWARD threads={t} #{rep}")
     assert not np.array_equal(ref, nearest)
     assert (ref >= nearest).all()  # rounding up never gives less (same k order)
 
