@@ -57,7 +57,8 @@ def ort_session(node, inputs, outputs, inits):
     graph = helper.make_graph([node], "g", ins, outs,
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
+                                                    helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=8)  # opset 17's (an older onnxruntime refuses onnx's newest)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1

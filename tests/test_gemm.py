@@ -527,7 +527,8 @@ def onnx_gemm(A, B, C, alpha, beta, ta, tb):
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(n, elem, None) for n in names],
         [helper.make_tensor_value_info("Y", elem, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    # opset 13's IR version, not onnx's newest (an older onnxruntime refuses that)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
     feeds = {"A": A, "B": B}
     if C is not None:
         feeds["C"] = C

@@ -82,6 +82,10 @@ GK_OPS = {("", "MatMulInteger"), ("", "QLinearMatMul"), ("", "Gemm"), (MS, "QGem
 # the quantizer writes QuantizeLinear's output_dtype, which onnxruntime 1.32's optimizer
 # leaves stale when it turns S8 activations into U8 (its session then fails to load).
 OPSET = 20
+# The IR version of OPSET (onnx 1.15), set on every model built here: onnx.helper stamps
+# its own newest IR version, which an older onnxruntime refuses ("Unsupported model IR
+# version: 14, max supported IR version: 13": onnx 1.23 with onnxruntime 1.30)
+IR_VERSION = 9
 F32 = np.float32
 
 
@@ -114,7 +118,8 @@ def mlp_model(rng, dims=(16, 40, 24, 8)):
     g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TP.FLOAT,
                                                                        ["B", d0])],
                           [helper.make_tensor_value_info("y", TP.FLOAT, ["B", d3])], inits)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                             ir_version=IR_VERSION)
 
 
 def attention_model(rng, seq=6, dm=16):
@@ -143,7 +148,8 @@ def attention_model(rng, seq=6, dm=16):
                           [helper.make_tensor_value_info("x", TP.FLOAT, ["B", seq, dm])],
                           [helper.make_tensor_value_info("y", TP.FLOAT, ["B", seq, dm])],
                           inits)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                             ir_version=IR_VERSION)
 
 
 MODELS = {"mlp": (mlp_model, (16,)), "attention": (attention_model, (6, 16))}
@@ -586,7 +592,8 @@ def test_documented_tie_case_single_nodes(isa):
                                               x.shape) for n, x in feeds.items()],
                 [helper.make_tensor_value_info("y", TP.UINT8, None)])
             mdl = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET),
-                                                      helper.make_opsetid(MS, 1)])
+                                                      helper.make_opsetid(MS, 1)],
+                                    ir_version=IR_VERSION)
             sess = ort.InferenceSession(mdl.SerializeToString(),
                                         providers=["CPUExecutionProvider"])
             theirs = sess.run(None, feeds)[0]
