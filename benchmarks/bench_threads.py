@@ -1,6 +1,8 @@
 """Thread scaling: gemmkit on 1..ncpu threads against onnxruntime and NumPy on as many.
 
     python benchmarks/bench_threads.py [--threads 1,2] [--budget S] [--quick]
+        [--shapes MxKxN,...] [--kinds u8s8,f32,bf16] [--pack-only | --no-pack]
+        [--tuning-ab] [--ceiling]
 
 Rows: MatMulInteger u8s8, Gemm float32 and Gemm bfloat16, at 256^3, 1024^3, 2048^3 and
 M = 1 / 16 / 128 with K = N = 4096 (and 64^3).  For every thread count n, in one process,
@@ -14,12 +16,21 @@ of two medians):
     NumPy route is float32 matmul of the widened operands.
 Small-product rows show whether a parallel call is ever slower than a serial one.
 The header names the CPU (lscpu's model line) and the CPUs this process may use.
+
+--tuning-ab: instead, the parallel drivers' policy A/B in one process (gemmkit._core.
+_parallel_tuning, alternating blocks, median of 5 medians): B' packed by each part, B'
+packed once for all threads (the default), and that with 2 parts per thread.
+--ceiling: also the machine's own scaling: as many independent one-thread processes as
+the largest thread count, against one, each calling a 1024^3 product for 2 s; their
+aggregate rate is what perfect threading could reach (on a virtual machine or a CPU
+whose clock drops with the active cores it is below the core count).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -27,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemmkit  # noqa: E402
+from gemmkit import _core  # noqa: E402
 from _bench_common import (add_json_option, cpu_name, record, record_meta,  # noqa: E402
                            write_json)
 
@@ -198,6 +210,83 @@ def run_pack_rows(kind, m, k, n, threads, budget, rng):
     return t_raw, t_pk, t_c
 
 
+def gk_call(kind, m, k, n, rng):
+    """A gemmkit call on fresh operands of one kind."""
+    if kind == "u8s8":
+        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
+        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
+        return lambda: gemmkit.matmul_integer(a, b)
+    dt = np.float32 if kind == "f32" else ml_dtypes.bfloat16
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    return lambda: gemmkit.gemm(a, b)
+
+
+# (share_b, parts_per_thread): per-part packing, shared B' (the default), 2 parts per thread
+TUNINGS = [(False, 1), (True, 1), (True, 2)]
+
+
+def run_tuning_ab(kind, m, k, n, t, budget, rng):
+    """Median seconds per call under each of TUNINGS on t threads: 5 rounds of one block
+    per setting, alternating, each block's median; the median over the rounds."""
+    f = gk_call(kind, m, k, n, rng)
+    old_threads = gemmkit.set_num_threads(t)
+    old_tuning = _core._parallel_tuning()
+    try:
+        f()
+        t0 = time.perf_counter()
+        f()
+        one = max(time.perf_counter() - t0, 1e-7)
+        reps = max(3, min(25, int(budget / 5 / len(TUNINGS) / one)))
+        res = {s: [] for s in TUNINGS}
+        for _ in range(5):
+            for s in TUNINGS:
+                _core._parallel_tuning(*s)
+                f()
+                ts = []
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    f()
+                    ts.append(time.perf_counter() - t0)
+                res[s].append(statistics.median(ts))
+    finally:
+        _core._parallel_tuning(*old_tuning)
+        gemmkit.set_num_threads(old_threads)
+    return [statistics.median(res[s]) for s in TUNINGS]
+
+
+CEILING_CHILD = """
+import sys, time
+import numpy as np
+sys.path.insert(0, {bench!r})
+import gemmkit
+from bench_threads import gk_call
+gemmkit.set_num_threads(1)
+f = gk_call({kind!r}, {n}, {n}, {n}, np.random.default_rng(0))
+f()
+t0 = time.perf_counter()
+c = 0
+while time.perf_counter() - t0 < {seconds}:
+    f()
+    c += 1
+print(c / (time.perf_counter() - t0))
+"""
+
+
+def ceiling(kind, n, procs, seconds=2.0):
+    """Aggregate calls/s of `procs` concurrent one-thread processes, and of one."""
+    code = CEILING_CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), kind=kind,
+                                n=n, seconds=seconds)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+    def run(p):
+        ps = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                               env=env) for _ in range(p)]
+        return sum(float(q.communicate()[0]) for q in ps)
+
+    return run(1), run(procs)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ncpu = gemmkit.cpu_info()["usable_cpus"]
@@ -205,6 +294,15 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per row and thread count")
     ap.add_argument("--quick", action="store_true", help="skip 2048^3 and the 4096 rows but M = 1")
     ap.add_argument("--pack-only", action="store_true", help="only the pack_b table")
+    ap.add_argument("--no-pack", action="store_true", help="skip the pack_b table")
+    ap.add_argument("--shapes", default=None, metavar="MxKxN,...",
+                    help="only these scaling rows (default: all of them)")
+    ap.add_argument("--kinds", default=None, metavar="u8s8,f32,bf16",
+                    help="only these operand kinds")
+    ap.add_argument("--tuning-ab", action="store_true",
+                    help="the parallel drivers' policy A/B instead of the scaling tables")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also the machine's scaling for independent one-thread processes")
     add_json_option(ap)
     args = ap.parse_args(argv)
     threads = [int(x) for x in args.threads.split(",")]
@@ -216,7 +314,37 @@ def main(argv=None):
               (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]
     if args.quick:
         shapes = [s for s in shapes if s[0] != 2048 and (s[1] != 4096 or s[0] == 1)]
+    if args.shapes:
+        shapes = [tuple(int(v) for v in x.split("x")) for x in args.shapes.split(",")]
     kinds = ["u8s8", "f32"] + (["bf16"] if ml_dtypes is not None else [])
+    if args.kinds:
+        kinds = [k for k in kinds if k in args.kinds.split(",")]
+    if args.ceiling:
+        procs = max(threads)
+        print(f"machine ceiling: {procs} independent one-thread processes against one, "
+              f"1024^3, 2 s each")
+        for kind in kinds:
+            one, many = ceiling(kind, 1024, procs)
+            print(f"  {kind:<6} 1 process {one:9.1f} calls/s, {procs} processes {many:9.1f} "
+                  f"calls/s: {many / one:5.2f}x", flush=True)
+            record("ceiling", kind=kind, N=1024, processes=procs, one_rate=one, many_rate=many)
+        print()
+    if args.tuning_ab:
+        print("B' per part / shared (default) / shared with 2 parts per thread; ms per call, "
+              "and the default's speed-up over per-part packing")
+        print(f"{'case':<22}{'thr':>4}" + "".join(f"{str(s):>14}" for s in TUNINGS) +
+              f"{'shared':>8}")
+        for kind in kinds:
+            for (m, k, n) in shapes:
+                for t in threads:
+                    ts = run_tuning_ab(kind, m, k, n, t, args.budget, rng)
+                    print(f"{kind + f' {m}x{k}x{n}':<22}{t:>4}" +
+                          "".join(f"{x * 1e3:>12.3f}ms" for x in ts) + f"{ts[0] / ts[1]:>7.2f}x",
+                          flush=True)
+                    record("tuning", kind=kind, M=m, K=k, N=n, threads=t, per_part_s=ts[0],
+                           shared_s=ts[1], shared2_s=ts[2])
+        write_json(args.json, "bench_threads")
+        return
     print(f"{'case':<22}{'thr':>4}{'gemmkit':>10}{'x1t':>7}{'eff':>6}"
           f"{'NumPy':>10}{'ratio':>7}{'ort':>10}{'ratio':>7}{'ortc':>10}{'ratio':>7}")
     print("-" * 100)
@@ -234,7 +362,7 @@ def main(argv=None):
     print(f"{'case':<22}{'thr':>4}{'per call':>10}{'pack_b':>10}{'gain':>7}{'ortc':>10}{'ratio':>7}")
     print("-" * 70)
     # K = N = 1024: B (1-4 MB) stays in L2/L3 between calls; 4096: 16-64 MB
-    pack_kinds = ["u8s8", "f32"] + (["bf16"] if ml_dtypes is not None else [])
+    pack_kinds = [] if args.no_pack else kinds
     for kind in pack_kinds:
         for (m, k, n) in [(1, 1024, 1024), (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]:
             if args.quick and m != 1:

@@ -64,12 +64,14 @@ def _restore_thread_state():
     proc = _core._get_process_threads()
     local = _core._get_local_threads()
     scale = _get_work_scale()
+    tuning = _core._parallel_tuning()
     try:
         yield
     finally:
         _core._set_process_threads(proc)
         _core._set_local_threads(local)
         _core._set_work_scale(scale)
+        _core._parallel_tuning(*tuning)
 
 
 @contextlib.contextmanager
@@ -98,16 +100,33 @@ def assert_same_bytes(got, want, what=""):
             f"first at {tuple(int(i) for i in idx)}: got {got[idx]!r}, 1 thread {want[idx]!r}")
 
 
+# (share_b, parts_per_thread) of the parallel drivers (_core._parallel_tuning), cycled
+# over the thread counts: B' packed once by all threads (the default, 2 parts per thread;
+# 1 and 3 parts), and packed by each part itself
+TUNINGS = [(True, 2), (False, 1), (True, 1), (True, 3)]
+
+
+@contextlib.contextmanager
+def parallel_tuning(share_b, parts):
+    old = _core._parallel_tuning(share_b, parts)
+    try:
+        yield
+    finally:
+        _core._parallel_tuning(*old)
+
+
 def same_for_all_threads(fn, what="", scale=0.0):
-    """fn() under threads=1, then threads=2..8, all with work scale ``scale``: every
-    result must be bit-identical to the 1-thread one, which is returned."""
+    """fn() under threads=1, then threads=2..8 (each with one of the TUNINGS), all with
+    work scale ``scale``: every result must be bit-identical to the 1-thread one, which
+    is returned."""
     with work_scale(scale):
         with gk.threads(1):
             ref = fn()
-        for t in THREAD_COUNTS:
-            with gk.threads(t):
+        for i, t in enumerate(THREAD_COUNTS):
+            tuning = TUNINGS[i % len(TUNINGS)]
+            with gk.threads(t), parallel_tuning(*tuning):
                 got = fn()
-            assert_same_bytes(got, ref, f"{what} threads={t}")
+            assert_same_bytes(got, ref, f"{what} threads={t} share_b, parts={tuning}")
     return ref
 
 
@@ -836,6 +855,12 @@ def test_grid_contract():
         assert _core._grid(4096, 4096, 4096, 8, 32, 2.0 ** 20, 8, True)[0] == 8
         assert _core._grid(8, 4096, 4096, 8, 32, 2.0 ** 20, 8, False)[1:] == (1, 8)
         assert _core._grid(1, 1, 1, 8, 32, 0.0, 8, True) == (1, 1, 1)
+    # B' shared by every part (flags GK_GRID_B_SHARED): a part reads its columns of B'
+    # (half a packing) and packs its rows of A, so of two grids with equal parts the one
+    # with more row parts wins; packed per part, the tie goes to more column parts
+    with work_scale(1.0):
+        assert _core._grid(2048, 2048, 2048, 16, 32, 2.0 ** 20, 8, True, True) == (8, 4, 2)
+        assert _core._grid(2048, 2048, 2048, 16, 32, 2.0 ** 20, 8, True, False) == (8, 2, 4)
     # the work scale multiplies min_work: 0 lets even a tiny product split
     with work_scale(0.0):
         t, tm, tn = _core._grid(40, 100, 3, 8, 32, 2.0 ** 22, 8, True)

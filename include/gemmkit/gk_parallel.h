@@ -61,14 +61,30 @@ void gk_parallel_set_work_scale(double scale);
 double gk_parallel_work_scale(void);
 
 /* How a driver splits an m x n output of depth k (k multiply-adds per output; 0 counts
- * as 1) over at most `threads` threads: a grid of tm x tn parts whose edges fall on
- * whole mr x nr tiles (rows_too == 0: columns only, tm = 1).  Each thread gets at least
- * min_work multiply-adds, else fewer threads are used; of the grids with tm * tn <=
- * that many, the one whose largest part costs least (its multiply-adds plus the packing
- * of its rows of A and its columns of B) wins, ties to more column parts.  Returns
- * tm * tn, the threads to run (1: run on the caller). */
+ * as 1) into at most `parts` parts: a grid of tm x tn parts whose edges fall on whole
+ * mr x nr tiles.  flags: GK_GRID_ROWS lets parts split rows (else columns only, tm = 1);
+ * GK_GRID_B_SHARED says B' is packed once for every part (gk_parallel_share_b), so a
+ * part packs only its rows of A and reads its columns of B' (counted as half a packing).  Each part gets at least min_work multiply-adds, else
+ * fewer parts are made; of the grids with tm * tn <= that many, the one whose largest
+ * part costs least (its multiply-adds plus the packing of its rows of A and of its
+ * columns of B, or the reading of them from a shared B') wins, ties to more column parts.  Returns tm * tn (1: run on
+ * the caller). */
+#define GK_GRID_ROWS 1
+#define GK_GRID_B_SHARED 2
 int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
-                     int threads, int rows_too, int *tm, int *tn);
+                     int parts, int flags, int *tm, int *tn);
+/* Parallel drivers' policy (gemmkit._core._parallel_tuning, for benchmarks and tests; the
+ * defaults are what ships).  share_b: a product split over threads whose row parts would
+ * each pack their own columns of B packs B' once, all threads together, and every part
+ * reads it (1, the default; 0: each part packs its own).  parts_per_thread: parts made
+ * per thread when B' is shared (threads take parts as they finish, so a slow thread
+ * delays the call by a fraction of its share).  Default 1: on the 16-core Sapphire
+ * Rapids machine 2 parts per thread ran bfloat16 2048^3 1.1x faster but 1024^3 0.9x
+ * (float32 and int8 0.93-1.0x).  Neither changes a result, only which thread computes
+ * which tile. */
+void gk_parallel_set_tuning(int share_b, int parts_per_thread);
+int gk_parallel_share_b(void);
+int gk_parallel_parts_per_thread(void);
 /* Part t (row-major in the tm x tn grid) of that split: rows [*m0, *m1), columns
  * [*n0, *n1), nearly equal numbers of whole tiles each (the last tile may be partial). */
 void gk_parallel_grid_part(ptrdiff_t m, ptrdiff_t n, int mr, int nr, int tm, int tn,

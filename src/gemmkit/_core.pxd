@@ -248,7 +248,10 @@ cdef extern from "gemmkit/gk_parallel.h" nogil:
     void gk_parallel_set_work_scale(double scale)
     double gk_parallel_work_scale()
     int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
-                         int threads, int rows_too, int *tm, int *tn)
+                         int parts, int flags, int *tm, int *tn)
+    void gk_parallel_set_tuning(int share_b, int parts_per_thread)
+    int gk_parallel_share_b()
+    int gk_parallel_parts_per_thread()
 
 
 # The default floating-point environment around exactly defined computations (see the

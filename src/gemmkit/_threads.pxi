@@ -32,11 +32,24 @@ def _pool_size():
 _MAX_THREADS = GK_MAX_THREADS
 
 
-def _grid(m, n, k, int mr, int nr, double min_work, int threads, bint rows_too=True):
-    """gk_parallel_grid's split (tests): (threads, tm, tn)."""
+def _grid(m, n, k, int mr, int nr, double min_work, int threads, bint rows_too=True,
+          bint b_shared=False):
+    """gk_parallel_grid's split (tests): (parts, tm, tn)."""
     cdef int tm = 1, tn = 1
-    cdef int t = gk_parallel_grid(m, n, k, mr, nr, min_work, threads, rows_too, &tm, &tn)
+    cdef int flags = (1 if rows_too else 0) | (2 if b_shared else 0)
+    cdef int t = gk_parallel_grid(m, n, k, mr, nr, min_work, threads, flags, &tm, &tn)
     return t, tm, tn
+
+
+def _parallel_tuning(share_b=None, parts_per_thread=None):
+    """The parallel drivers' policy (gk_parallel_set_tuning; benchmarks and tests compare
+    the settings in one process): whether a split product packs B' once for all threads,
+    and the parts made per thread.  Arguments left None keep their value.  Returns the
+    previous (share_b, parts_per_thread)."""
+    cdef int old_share = gk_parallel_share_b(), old_parts = gk_parallel_parts_per_thread()
+    gk_parallel_set_tuning(old_share if share_b is None else int(bool(share_b)),
+                           old_parts if parts_per_thread is None else int(parts_per_thread))
+    return bool(old_share), old_parts
 
 
 def _set_work_scale(double scale):

@@ -542,7 +542,9 @@ static int run_thin_bt(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
  * A call splits its output into a grid of tm x tn parts (gk_parallel_grid: edges on
  * whole mr x nr tiles, never K), each run by one task with the serial loops above; every
  * output's sums are the same for any grid, so results do not depend on the thread
- * count.  Each part packs its own blocks of A and B. */
+ * count.  Each part packs its own blocks of A; of B too, unless B' is shared (a
+ * gemmkit.pack_b packing, or one packed by all threads for the blocked path's row parts:
+ * see run_split). */
 enum { RUN_DRIVE = 0, RUN_INPLACE, RUN_THIN_BT };
 
 typedef struct par_job {
@@ -593,25 +595,98 @@ static double min_macs_per_thread(int acc, ptrdiff_t m)
     return thin < (double)(1 << 18) ? (double)(1 << 18) : thin;
 }
 
+/* Shared B' (gk_parallel_share_b): the blocked path's parts would each pack their own
+ * columns of B, so B' is packed once, in the whole-B' layout of gk_gemm_pack_b_whole
+ * (K blocks of the family's KC; in each, panels of nr columns), by every thread at once
+ * (tasks: one K block of a chunk of whole panels), and the parts read it as they read a
+ * gemmkit.pack_b packing.  Only up to GK_GEMM_SHARED_B_MAX bytes: glibc serves blocks up
+ * to its largest mmap threshold (32 MB) from its heap, so the buffer is not faulted in
+ * again on every call; a larger B keeps per-part packing, whose blocks stay in cache. */
+#define GK_GEMM_SHARED_B_MAX ((size_t)32 << 20)
+
+static size_t packed_b_panels(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n);
+
+typedef struct bshare_job {
+    const gk_gemm_kernel *kern;
+    const gk_gemm_plan *g;
+    char *mem;
+    ptrdiff_t kc_block, chunk, nchunks;
+} bshare_job;
+
+static void bshare_task(void *ctx, ptrdiff_t t, int worker)
+{
+    const bshare_job *j = (const bshare_job *)ctx;
+    const gk_gemm_plan *g = j->g;
+    const ptrdiff_t pc = t / j->nchunks * j->kc_block, jc = t % j->nchunks * j->chunk;
+    const int kc = (int)min_pd(j->kc_block, g->k - pc), nc = (int)min_pd(j->chunk, g->n - jc);
+    const ptrdiff_t np = round_up(g->n, j->kern->nr);
+    (void)worker;
+    g->pack_b(&g->b, pc, jc, kc, nc, j->kern->nr,
+              j->mem + (np * pc + jc * (ptrdiff_t)kc) * (ptrdiff_t)acc_size(j->kern->acc));
+}
+
+/* B' bytes of the whole-B' layout for g, or 0 when it is not to be shared. */
+static size_t shared_b_bytes(const gk_gemm_kernel *kern, const gk_gemm_plan *g)
+{
+    const size_t bytes = packed_b_panels(kern, g->k, g->n);
+    return bytes <= GK_GEMM_SHARED_B_MAX && g->n <= INT_MAX ? bytes : 0;
+}
+
 static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how, int kc_max,
                      int prefetch_b, int rows_too)
 {
     par_job j;
-    int threads;
+    gk_gemm_plan shared;
+    char *mem = NULL;
+    const int T = gk_parallel_threads();
+    int parts, flags = rows_too ? GK_GRID_ROWS : 0;
+    /* B' read by every part: a pack_b packing, or one packed here for them all */
+    const int b_given = how == RUN_DRIVE && g->b_packed != NULL;
+    const int b_share = how == RUN_DRIVE && g->b_packed == NULL && g->kc_thin == 0 && rows_too &&
+                        T > 1 && g->k > 0 && gk_parallel_share_b() && shared_b_bytes(kern, g) > 0;
     j.kern = kern;
     j.g = g;
     j.how = how;
     j.kc_max = kc_max;
     j.prefetch_b = prefetch_b;
     j.status = GK_GEMM_OK;
-    threads = gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
-                               min_macs_per_thread(kern->acc, g->m), gk_parallel_threads(),
-                               rows_too, &j.tm, &j.tn);
-    if (threads <= 1) {
+    if (b_given || b_share)
+        flags |= GK_GRID_B_SHARED;
+    parts = gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
+                             min_macs_per_thread(kern->acc, g->m),
+                             (b_given || b_share) ? T * gk_parallel_parts_per_thread() : T, flags,
+                             &j.tm, &j.tn);
+    if (parts <= 1) {
         const gk_range all = {0, g->m, 0, g->n};
         return run_part(&j, &all);
     }
-    gk_parallel_run((ptrdiff_t)j.tm * j.tn, threads, par_task, &j);
+    if (b_share && j.tm > 1) {
+        int mc0, kc0, nc0;
+        bshare_job bj;
+        gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
+        mem = (char *)gk_aligned_alloc(shared_b_bytes(kern, g));
+        if (mem != NULL) {
+            /* chunks of whole panels, about 2 per thread and K block */
+            bj.kern = kern;
+            bj.g = g;
+            bj.mem = mem;
+            bj.kc_block = k_block(kc0, g->k);
+            bj.chunk = round_up((g->n + 2 * (ptrdiff_t)T - 1) / (2 * (ptrdiff_t)T), kern->nr);
+            bj.nchunks = (g->n + bj.chunk - 1) / bj.chunk;
+            gk_parallel_run((g->k + bj.kc_block - 1) / bj.kc_block * bj.nchunks, T, bshare_task,
+                            &bj);
+            shared = *g;
+            shared.b_packed = mem;
+            j.g = &shared;
+        } else {
+            /* no memory for B': each part packs its own (a grid for T parts) */
+            (void)gk_parallel_grid(g->m, g->n, g->k, kern->mr, kern->nr,
+                                   min_macs_per_thread(kern->acc, g->m), T, GK_GRID_ROWS, &j.tm,
+                                   &j.tn);
+        }
+    }
+    gk_parallel_run((ptrdiff_t)j.tm * j.tn, T, par_task, &j);
+    gk_aligned_free(mem);
     return j.status;
 }
 

@@ -130,6 +130,11 @@ static int bcache_use(const bcache *bc, const gk_qgemm_problem *p)
 /* Packed bytes beyond which batches sharing B repack it per matrix instead of holding
  * all of it (then K * N is so large that packing is a small part of each matrix). */
 #define GK_QBCACHE_MAX_BYTES ((size_t)64 << 20)
+/* Packed bytes up to which a split product packs B' once for all its threads
+ * (gk_parallel_share_b): glibc serves blocks up to its largest mmap threshold (32 MB)
+ * from its heap, so the buffer is not faulted in again on every call; a larger B keeps
+ * per-part packing, whose blocks stay in cache. */
+#define GK_QSHARED_B_MAX ((size_t)32 << 20)
 
 static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
 {
@@ -799,14 +804,76 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     return 0;
 }
 
+/* bcache_fill by all threads: tasks of whole nr-column panels, each through every depth
+ * block (so a column's sums stay with one task), about 2 per thread.  The layout and
+ * the sums are bcache_fill's.  Returns 0, or -1 without memory. */
+typedef struct bfill_job {
+    const gk_qgemm_kernel *kern;
+    const gk_qgemm_problem *p;
+    bcache *bc;
+    int chunk; /* columns per task, a multiple of nr */
+    volatile int failed;
+} bfill_job;
+
+static void bfill_task(void *ctx, ptrdiff_t t, int worker)
+{
+    bfill_job *j = (bfill_job *)ctx;
+    const gk_qgemm_kernel *kern = j->kern;
+    const gk_qgemm_problem *p = j->p;
+    const int K = p->k, n0 = (int)t * j->chunk;
+    const int nc = p->n - n0 < j->chunk ? p->n - n0 : j->chunk;
+    const uint8_t b_xor = p->b_signed ? 0 : 0x80;
+    int kcb, nblk;
+    int32_t *blk = NULL;
+    (void)worker;
+    k_blocks(kern, K, &kcb, &nblk);
+    const size_t blk_bytes = b_block_bytes(kern, (size_t)p->n, (size_t)kcb);
+    if (nblk > 1 && (blk = (int32_t *)gk_aligned_alloc((size_t)nc * 4)) == NULL) {
+        j->failed = 1;
+        return;
+    }
+    for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
+        const int kcur = K - pc < kcb ? K - pc : kcb;
+        const size_t kcp = round_up((size_t)kcur, (size_t)kern->kstep);
+        kern->pack_b(kcur, nc, p->b + (ptrdiff_t)pc * p->b_rs + (ptrdiff_t)n0 * p->b_cs, p->b_rs,
+                     p->b_cs, b_xor,
+                     j->bc->mem + (size_t)b * blk_bytes +
+                         (size_t)n0 / (size_t)kern->nr * gk_qgemm_b_panel_stride(kern, kcp),
+                     b == 0 ? j->bc->colsum + n0 : blk);
+        if (b > 0)
+            add_sums(j->bc->colsum + n0, blk, nc);
+    }
+    gk_aligned_free(blk);
+}
+
+static int bcache_fill_split(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc,
+                             int threads)
+{
+    bfill_job j;
+    const int per = (p->n + 2 * threads - 1) / (2 * threads);
+    j.kern = kern;
+    j.p = p;
+    j.bc = bc;
+    j.chunk = (int)round_up((size_t)(per > 0 ? per : 1), (size_t)kern->nr);
+    j.failed = 0;
+    gk_parallel_run((p->n + j.chunk - 1) / j.chunk, threads, bfill_task, &j);
+    if (j.failed)
+        return -1;
+    bc->b = p->b;
+    bc->n_all = p->n;
+    bc->n_off = 0;
+    return 0;
+}
+
 /* ---- threads ----------------------------------------------------------------------------
  * A product splits its output into a grid of tm x tn parts (gk_parallel_grid: edges on
  * whole mr x nr tiles, never K), each run by one task as a product of its own
  * (sub_problem: every pointer moved to the part's first row and column).  Integer sums
  * are exact, so results do not depend on the split.  Parts that split rows share one
- * packing of B (bcache, packed before the parts start, when it fits); parts that split
- * columns pack their own columns of B.  A folded batch (rm) and the small-M path split
- * columns only. */
+ * packing of B (bcache, packed before the parts start by all threads, bcache_fill_split,
+ * when it fits; then the grid is made for parts_per_thread parts per thread, taken as
+ * threads finish); parts that split columns only pack their own columns of B.  A folded
+ * batch (rm) and the small-M path split columns only. */
 
 /* Multiply-adds per thread below which a product stays on fewer threads: a part must
  * pay for handing it to a worker (a few us when it spins, 0.1-0.2 ms when it sleeps).
@@ -876,30 +943,60 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     const int tall = uses_tall(kern, p, rm, bc); /* each part packs its small B itself */
     qpar_job j;
     bcache own = {NULL, NULL, NULL, 0, 0};
-    int threads = gk_parallel_threads();
+    int threads = gk_parallel_threads(), parts, flags, use = BC_NONE;
+    /* B' for every part: 2 already packed (pack_b, or a batch's earlier matrix), 1 packed
+     * here once by all threads (gk_parallel_share_b), 0 each part packs its own */
+    int share = 0;
     if (threads <= 1)
         return 0;
     /* past smallm_max the small-M path needs a wide B in each column part: else split as
      * a packed product (row parts share one packing of B) */
     if (smallm && !gk_qgemm_smallm_rows_ok(kern, p->m, p->k, p->n / threads))
         smallm = 0;
-    threads = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
-                               threads, rm == NULL && !smallm, &j.tm, &j.tn);
-    if (threads <= 1)
+    /* Not for a family with deeper blocks for large products (kc_deep, AMX): a part
+     * reading a shared B' has the depth blocks it was packed in (kc), and on Sapphire
+     * Rapids 16 threads ran 2048^3 1.1-1.2x slower that way than with per-part packing in
+     * blocks of kc_deep */
+    if (!smallm && !tall) {
+        use = bcache_use(bc, p);
+        if (gk_parallel_share_b()) {
+            if (use == BC_READ && bc->n_off == 0)
+                share = 2;
+            else if (bcache_panel_bytes(kern, p->k, p->n) <= GK_QSHARED_B_MAX &&
+                     kern->kc_deep <= gk_qgemm_kc(kern))
+                share = 1;
+        }
+    }
+    flags = (rm == NULL && !smallm ? GK_GRID_ROWS : 0) | (share ? GK_GRID_B_SHARED : 0);
+    parts = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+                             share ? threads * gk_parallel_parts_per_thread() : threads, flags,
+                             &j.tm, &j.tn);
+    if (parts <= 1)
         return 0;
     j.kern = kern;
     j.p = p;
     j.rm = rm;
     j.bc = NULL;
     j.failed = 0;
-    if (!smallm && !tall) {
-        const int use = bcache_use(bc, p);
-        if (use == BC_READ && bc->n_off == 0) {
-            j.bc = bc; /* already packed (pack_b, or a batch's earlier matrix) */
-        } else if (j.tn == 1) { /* row parts: pack B once for all of them */
+    if (share == 2) {
+        j.bc = bc;
+    } else if (share == 1) {
+        if (j.tm > 1) { /* row parts would each pack B: pack it once, all threads */
             if (use != BC_FILL)
                 bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
-            if (bc != NULL && bcache_fill(kern, p, bc) == 0)
+            if (bc != NULL && bcache_fill_split(kern, p, bc, threads) == 0)
+                j.bc = bc;
+            else /* no memory for it: each part packs its own (a grid for the threads) */
+                (void)gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+                                       threads, flags & GK_GRID_ROWS, &j.tm, &j.tn);
+        }
+    } else if (!smallm && !tall) { /* not shared: row parts alone share one packing */
+        if (use == BC_READ && bc->n_off == 0) {
+            j.bc = bc;
+        } else if (j.tn == 1) {
+            if (use != BC_FILL)
+                bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
+            if (bc != NULL && bcache_fill_split(kern, p, bc, threads) == 0)
                 j.bc = bc;
         }
     }
