@@ -880,6 +880,25 @@ static int bcache_fill_split(const gk_qgemm_kernel *kern, const gk_qgemm_problem
  * Measured on Zen 4, 2 threads in a loop of calls: u8s8 192^3 (7M) stays serial, 256^3
  * 1.75-2.06x, 512^3 1.86-1.93x. */
 #define GK_QPAR_MIN_MACS ((double)(1 << 22))
+/* Below GK_QPAR_THIN_ROWS rows a product with B' already packed (gemmkit.pack_b) streams
+ * it (each element serves m rows), so each multiply-add costs more time and fewer of them
+ * pay for a thread: the threshold is m / GK_QPAR_THIN_ROWS of GK_QPAR_MIN_MACS, at least
+ * GK_QPAR_THIN_MIN_MACS: a part streams at least 1 MB of B'.  Zen 5, 2 threads vs 1, u8s8
+ * with pack_b: 1 x 2048 x 2048 (2 MB a part) 1.9-2.0x, 1 x 4096 x 4096 2.0x; parts of
+ * 0.5 MB (3 and 4 x 1024 x 1024, 2 x 512 x 2048) measured 0.96x or 1.9-2.0x from run to
+ * run (a part of ~5 us is done before a spinning worker picks it up), so they stay
+ * serial.  B packed per call keeps GK_QPAR_MIN_MACS: there the small-M path's column
+ * parts measured 0.84x at 2 and 4 x 1024 x 1024. */
+#define GK_QPAR_THIN_ROWS 4
+#define GK_QPAR_THIN_MIN_MACS ((double)(1 << 20))
+
+static double qpar_min_macs(int m)
+{
+    const double thin = GK_QPAR_MIN_MACS * (double)m / GK_QPAR_THIN_ROWS;
+    if (m >= GK_QPAR_THIN_ROWS)
+        return GK_QPAR_MIN_MACS;
+    return thin < GK_QPAR_THIN_MIN_MACS ? GK_QPAR_THIN_MIN_MACS : thin;
+}
 
 static gk_qgemm_problem sub_problem(const gk_qgemm_problem *p, ptrdiff_t m0, ptrdiff_t m1,
                                     ptrdiff_t n0, ptrdiff_t n1)
@@ -944,6 +963,7 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     qpar_job j;
     bcache own = {NULL, NULL, NULL, 0, 0};
     int threads = gk_parallel_threads(), parts, flags, use = BC_NONE;
+    double min_macs;
     /* B' for every part: 2 already packed (pack_b, or a batch's earlier matrix), 1 packed
      * here once by all threads (gk_parallel_share_b), 0 each part packs its own */
     int share = 0;
@@ -968,7 +988,11 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
         }
     }
     flags = (rm == NULL && !smallm ? GK_GRID_ROWS : 0) | (share ? GK_GRID_B_SHARED : 0);
-    parts = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+    /* the thin threshold only where B' is already packed (gemmkit.pack_b, a batch's
+     * cache) */
+    min_macs = !smallm && !tall && use == BC_READ && bc->n_off == 0 ? qpar_min_macs(p->m)
+                                                                    : GK_QPAR_MIN_MACS;
+    parts = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, min_macs,
                              share ? threads * gk_parallel_parts_per_thread() : threads, flags,
                              &j.tm, &j.tn);
     if (parts <= 1)
@@ -987,7 +1011,7 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
             if (bc != NULL && bcache_fill_split(kern, p, bc, threads) == 0)
                 j.bc = bc;
             else /* no memory for it: each part packs its own (a grid for the threads) */
-                (void)gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+                (void)gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, min_macs,
                                        threads, flags & GK_GRID_ROWS, &j.tm, &j.tn);
         }
     } else if (!smallm && !tall) { /* not shared: row parts alone share one packing */
