@@ -602,7 +602,7 @@ static double min_macs_per_thread(int acc, ptrdiff_t m)
  * gemmkit.pack_b packing.  Only up to GK_GEMM_SHARED_B_MAX bytes: glibc serves blocks up
  * to its largest mmap threshold (32 MB) from its heap, so the buffer is not faulted in
  * again on every call; a larger B keeps per-part packing, whose blocks stay in cache. */
-#define GK_GEMM_SHARED_B_MAX ((size_t)32 << 20)
+#define GK_GEMM_SHARED_B_MAX ((size_t)31 << 20) /* with its headers, under 32 MB */
 
 static size_t packed_b_panels(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n);
 

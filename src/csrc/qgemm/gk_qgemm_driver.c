@@ -134,7 +134,7 @@ static int bcache_use(const bcache *bc, const gk_qgemm_problem *p)
  * (gk_parallel_share_b): glibc serves blocks up to its largest mmap threshold (32 MB)
  * from its heap, so the buffer is not faulted in again on every call; a larger B keeps
  * per-part packing, whose blocks stay in cache. */
-#define GK_QSHARED_B_MAX ((size_t)32 << 20)
+#define GK_QSHARED_B_MAX ((size_t)31 << 20) /* with the column sums, under 32 MB */
 
 static const float *f32_at(const float *base, ptrdiff_t bytes, ptrdiff_t elems)
 {
