@@ -171,6 +171,31 @@ def test_cast_lengths_and_offsets(isa, pair):
             assert_bits(out, want, x)
 
 
+@pytest.mark.parametrize("pair", [(F32, BF16), (BF16, F32), (F16, F32), (F64, F32),
+                                  (F32, F64), (F64, F16), (F32, F8[0]), (F8[1], F64)],
+                         ids=lambda p: f"{p[0]}->{p[1]}")
+def test_cast_misaligned_arrays(isa, pair):
+    """Arrays at an odd byte offset (np.frombuffer of a byte buffer, NumPy's aligned flag
+    False), as source, as out=, and both, of lengths around the vector widths."""
+    src_t, dst_t = pair
+    base = source("float32-sweep")[:200].astype(np.float64)
+    x_all = (np.arange(200, dtype=np.uint8).view(src_t) if src_t.itemsize == 1
+             else oracle_cast_values(base, src_t))
+    for n in (1, 3, 7, 17, 33, 65, 200):
+        want = oracle.cast(x_all[:n], dst_t, True)
+        sbuf = np.zeros(n * src_t.itemsize + 1, np.uint8)
+        x = sbuf[1:].view(src_t)
+        x[...] = x_all[:n]
+        assert src_t.itemsize == 1 or not x.flags.aligned
+        assert_bits(gk.cast(x, dst_t), want, x)
+        dbuf = np.zeros(n * dst_t.itemsize + 1, np.uint8)
+        out = dbuf[1:].view(dst_t)
+        for src in (x, x_all[:n]):
+            out[...] = np.zeros(1, dst_t)
+            assert gk.cast(src, out=out) is out
+            assert_bits(out, want, src)
+
+
 def oracle_cast_values(v64, dt):
     """float64 values -> dt through the oracle (so no library rounding is involved)."""
     v64 = np.asarray(v64, np.float64)

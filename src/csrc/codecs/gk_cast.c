@@ -237,7 +237,11 @@ static void gk_cast_row(const gk_codecs_kernel *k, const gk_cast_args *a, const 
     /* 8-byte aligned buffers: the families load them with unaligned loads anyway */
     uint64_t sbuf[GK_CAST_CHUNK], dbuf[GK_CAST_CHUNK];
     const size_t ss = gk_cast_size[a->src_type], ds = gk_cast_size[a->dst_type];
-    const int s_contig = sst == (ptrdiff_t)ss, d_contig = dst_s == (ptrdiff_t)ds;
+    /* contiguous and aligned to the element: the kernels take typed pointers (their
+     * scalar tails read s[i]); a misaligned array (a NumPy view at an odd byte offset) goes
+     * through the aligned buffers, as a strided one does */
+    const int s_contig = sst == (ptrdiff_t)ss && (uintptr_t)s % ss == 0,
+              d_contig = dst_s == (ptrdiff_t)ds && (uintptr_t)d % ds == 0;
     size_t off;
     if (s_contig && d_contig) {
         gk_cast_contig(k, a->src_type, a->dst_type, a->saturate, s, d, n);
