@@ -112,6 +112,23 @@ def test_gemm_linear_rows(tmp_path):
         assert ("numpy_s" in r) == (r["dtype"] in ("float32", "float64"))
 
 
+def test_threads_tuning_ab_rows(tmp_path):
+    """bench_threads.py --tuning-ab: one row per kind, shape and thread count, with the
+    three policies' times (and nothing of the scaling tables)."""
+    path = tmp_path / "tuning.json"
+    text = _run("bench_threads.py", ["--tuning-ab", "--threads", "1,2", "--shapes", "24x40x40",
+                                     "--kinds", "u8s8,f32", "--budget", "0.01",
+                                     "--json", str(path)])
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    printed = [ln for ln in text.splitlines() if re.match(r"(u8s8|f32) 24x40x40 ", ln)]
+    assert len(rows) == len(printed) == 4 and "pack_b:" not in text
+    for r, ln in zip(rows, printed):
+        assert r["section"] == "tuning" and ln.split()[:3] == [r["kind"], "24x40x40",
+                                                               str(r["threads"])]
+        assert f"{r['per_part_s'] / r['shared_s']:.2f}x" in ln
+
+
 def test_report_draws_the_json(runs, tmp_path):
     pytest.importorskip("matplotlib", reason="report.py draws with matplotlib (the bench extra)")
     out = tmp_path / "plots"
