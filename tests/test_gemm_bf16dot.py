@@ -400,6 +400,14 @@ def test_size_rule():
             same_bits(gk.gemm(A2, B2), fallback(A2, B2))
             if k2 >= 4:
                 assert float(gk.gemm(A2, B2)[0, 0]) == 0.0  # the sequential order ran
+    if rows > 1:  # B' packed for the family: fewer rows still run on it (no repacking)
+        n1 = max(-(-macs // ((rows - 1) * k)), 1)
+        A1, B1 = A[:rows - 1], bf(np.ones((k, n1)))
+        got = gk.gemm(A1, gk.pack_b(B1, "gemm"))
+        assert float(got[0, 0]) == FP_VALUE
+        _core._gemm_size_rules(False)
+        same_bits(got, gk.gemm(A1, B1))  # the family's bits, B packed per call
+        _core._gemm_size_rules(True)
     _core._gemm_size_rules(False)
     assert float(gk.gemm(A[:1, :4], B[:4, :1])[0, 0]) == FP_VALUE  # rules off: runs
 

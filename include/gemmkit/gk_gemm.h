@@ -204,7 +204,9 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   min_rows,        0, or the size rule: gk_gemm_run hands a call with fewer rows (M),
  *   min_depth,       a shallower K, or fewer multiply-adds (M*N*K) to the next family of
  *   min_macs         the row (gk_gemm_kernel_after) instead (a family whose setup does not
- *                    pay on small calls).  Performance only: tests switch the rules off
+ *                    pay on small calls); min_rows not where B' comes packed for the
+ *                    family (gemmkit.pack_b: the next family would pack B per call).
+ *                    Performance only: tests switch the rules off
  *                    (gk_gemm_set_size_rules) to run the family on every shape.
  *   check_packed     NULL, or the second half of a guard whose scan the packers do while
  *                    packing: gk_gemm_run points gk_gemm_src.ctx of A' and B' at the
