@@ -332,32 +332,10 @@ static size_t b_block_bytes(const gk_qgemm_kernel *kern, size_t n, size_t kp)
 /* B packed whole into bc: depth block after depth block, each in nr-column panels;
  * block b (every earlier one kcb deep) starts at b * b_block_bytes(n_all, kcb), and its
  * block jc (a multiple of nr) at panel jc / nr, where packing block by block puts it.
- * The column sums of every block are added up in bc->colsum.  Returns 0, or -1 without
- * memory. */
-static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc)
-{
-    const int N = p->n, K = p->k;
-    const uint8_t b_xor = p->b_signed ? 0 : 0x80;
-    int kcb, nblk;
-    int32_t *blk = NULL;
-    k_blocks(kern, K, &kcb, &nblk);
-    const size_t blk_bytes = b_block_bytes(kern, (size_t)N, (size_t)kcb);
-    if (nblk > 1 && (blk = (int32_t *)gk_aligned_alloc((size_t)N * 4)) == NULL)
-        return -1;
-    for (int b = 0, pc = 0; b < nblk; b++, pc += kcb) {
-        const int kcur = K - pc < kcb ? K - pc : kcb;
-        kern->pack_b(kcur, N, p->b + (ptrdiff_t)pc * p->b_rs, p->b_rs, p->b_cs, b_xor,
-                     bc->mem + (size_t)b * blk_bytes,
-                     b == 0 ? bc->colsum : blk);
-        if (b > 0)
-            add_sums(bc->colsum, blk, N);
-    }
-    gk_aligned_free(blk);
-    bc->b = p->b;
-    bc->n_all = N;
-    bc->n_off = 0;
-    return 0;
-}
+ * The column sums of every block are added up in bc->colsum.  On `threads` threads
+ * (bcache_fill_job below).  Returns 0, or -1 without memory. */
+static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc,
+                       int threads);
 
 /* Bytes of the packed panels of all of a k x n B (64-byte rounded: the column sums
  * follow them): its depth blocks as bcache_fill lays them out. */
@@ -654,7 +632,7 @@ static int run_one(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, const
         epi.part = part;
         epi.part_ld = (ptrdiff_t)(nc + GK_QGEMM_PART_PAD);
     }
-    if (bc_use == BC_FILL && bcache_fill(kern, p, bc) != 0) {
+    if (bc_use == BC_FILL && bcache_fill(kern, p, bc, 1) != 0) {
         gk_aligned_free(mem);
         return -1;
     }
@@ -804,9 +782,8 @@ static int run_k_chunked(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p)
     return 0;
 }
 
-/* bcache_fill by all threads: tasks of whole nr-column panels, each through every depth
- * block (so a column's sums stay with one task), about 2 per thread.  The layout and
- * the sums are bcache_fill's.  Returns 0, or -1 without memory. */
+/* bcache_fill's tasks: whole nr-column panels, each through every depth block (so a
+ * column's sums stay with one task); about 2 per thread, one on one thread. */
 typedef struct bfill_job {
     const gk_qgemm_kernel *kern;
     const gk_qgemm_problem *p;
@@ -846,11 +823,11 @@ static void bfill_task(void *ctx, ptrdiff_t t, int worker)
     gk_aligned_free(blk);
 }
 
-static int bcache_fill_split(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc,
-                             int threads)
+static int bcache_fill(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, bcache *bc,
+                       int threads)
 {
     bfill_job j;
-    const int per = (p->n + 2 * threads - 1) / (2 * threads);
+    const int per = threads > 1 ? (p->n + 2 * threads - 1) / (2 * threads) : p->n;
     j.kern = kern;
     j.p = p;
     j.bc = bc;
@@ -870,7 +847,7 @@ static int bcache_fill_split(const gk_qgemm_kernel *kern, const gk_qgemm_problem
  * whole mr x nr tiles, never K), each run by one task as a product of its own
  * (sub_problem: every pointer moved to the part's first row and column).  Integer sums
  * are exact, so results do not depend on the split.  Parts that split rows share one
- * packing of B (bcache, packed before the parts start by all threads, bcache_fill_split,
+ * packing of B (bcache, packed before the parts start by all threads, bcache_fill,
  * when it fits; then the grid is made for parts_per_thread parts per thread, taken as
  * threads finish); parts that split columns only pack their own columns of B.  A folded
  * batch (rm) and the small-M path split columns only. */
@@ -963,36 +940,29 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     qpar_job j;
     bcache own = {NULL, NULL, NULL, 0, 0};
     int threads = gk_parallel_threads(), parts, flags, use = BC_NONE;
-    double min_macs;
-    /* B' for every part: 2 already packed (pack_b, or a batch's earlier matrix), 1 packed
-     * here once by all threads (gk_parallel_share_b), 0 each part packs its own */
-    int share = 0;
+    /* b_ready: B' already packed (pack_b, or a batch's earlier matrix); share: B' read by
+     * every part, packed here once by all threads if not ready (gk_parallel_share_b) */
+    int b_ready = 0, share = 0;
     if (threads <= 1)
         return 0;
     /* past smallm_max the small-M path needs a wide B in each column part: else split as
      * a packed product (row parts share one packing of B) */
     if (smallm && !gk_qgemm_smallm_rows_ok(kern, p->m, p->k, p->n / threads))
         smallm = 0;
-    /* Not for a family with deeper blocks for large products (kc_deep, AMX): a part
-     * reading a shared B' has the depth blocks it was packed in (kc), and on Sapphire
-     * Rapids 16 threads ran 2048^3 1.1-1.2x slower that way than with per-part packing in
-     * blocks of kc_deep */
+    /* Not packed here for a family with deeper blocks for large products (kc_deep, AMX):
+     * a part reading a shared B' has the depth blocks it was packed in (kc), and on
+     * Sapphire Rapids 16 threads ran 2048^3 1.1-1.2x slower that way than with per-part
+     * packing in blocks of kc_deep */
     if (!smallm && !tall) {
         use = bcache_use(bc, p);
-        if (gk_parallel_share_b()) {
-            if (use == BC_READ && bc->n_off == 0)
-                share = 2;
-            else if (bcache_panel_bytes(kern, p->k, p->n) <= GK_QSHARED_B_MAX &&
-                     kern->kc_deep <= gk_qgemm_kc(kern))
-                share = 1;
-        }
+        b_ready = use == BC_READ && bc->n_off == 0;
+        share = gk_parallel_share_b() &&
+                (b_ready || (bcache_panel_bytes(kern, p->k, p->n) <= GK_QSHARED_B_MAX &&
+                             kern->kc_deep <= gk_qgemm_kc(kern)));
     }
     flags = (rm == NULL && !smallm ? GK_GRID_ROWS : 0) | (share ? GK_GRID_B_SHARED : 0);
-    /* the thin threshold only where B' is already packed (gemmkit.pack_b, a batch's
-     * cache) */
-    min_macs = !smallm && !tall && use == BC_READ && bc->n_off == 0 ? qpar_min_macs(p->m)
-                                                                    : GK_QPAR_MIN_MACS;
-    parts = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, min_macs,
+    parts = gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr,
+                             b_ready ? qpar_min_macs(p->m) : GK_QPAR_MIN_MACS,
                              share ? threads * gk_parallel_parts_per_thread() : threads, flags,
                              &j.tm, &j.tn);
     if (parts <= 1)
@@ -1002,27 +972,17 @@ static int split_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p, con
     j.rm = rm;
     j.bc = NULL;
     j.failed = 0;
-    if (share == 2) {
+    if (b_ready) {
         j.bc = bc;
-    } else if (share == 1) {
-        if (j.tm > 1) { /* row parts would each pack B: pack it once, all threads */
-            if (use != BC_FILL)
-                bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
-            if (bc != NULL && bcache_fill_split(kern, p, bc, threads) == 0)
-                j.bc = bc;
-            else /* no memory for it: each part packs its own (a grid for the threads) */
-                (void)gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, min_macs,
-                                       threads, flags & GK_GRID_ROWS, &j.tm, &j.tn);
-        }
-    } else if (!smallm && !tall) { /* not shared: row parts alone share one packing */
-        if (use == BC_READ && bc->n_off == 0) {
+    } else if (!smallm && !tall && (share ? j.tm > 1 : j.tn == 1)) {
+        /* row parts would each pack B: pack it once, all threads */
+        if (use != BC_FILL)
+            bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
+        if (bc != NULL && bcache_fill(kern, p, bc, threads) == 0)
             j.bc = bc;
-        } else if (j.tn == 1) {
-            if (use != BC_FILL)
-                bc = bcache_new(kern, p, &own) == 0 ? &own : NULL;
-            if (bc != NULL && bcache_fill_split(kern, p, bc, threads) == 0)
-                j.bc = bc;
-        }
+        else if (share) /* no memory for it: each part packs its own, a grid for that */
+            (void)gk_parallel_grid(p->m, p->n, p->k, kern->mr, kern->nr, GK_QPAR_MIN_MACS,
+                                   threads, flags & GK_GRID_ROWS, &j.tm, &j.tn);
     }
     gk_parallel_run((ptrdiff_t)j.tm * j.tn, threads, qpar_task, &j);
     gk_aligned_free(own.mem);
@@ -1339,7 +1299,7 @@ int gk_qgemm_pack_b_whole(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p
     if (gk_qgemm_packed_b_size(kern, p->k, p->n) == 0)
         return -1;
     bc = bcache_at(kern, p, mem);
-    return bcache_fill(kern, p, &bc);
+    return bcache_fill(kern, p, &bc, gk_parallel_threads());
 }
 
 int gk_qgemm_run_packed(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
