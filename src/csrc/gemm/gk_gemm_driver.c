@@ -608,7 +608,9 @@ static size_t packed_b_panels(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t
 
 typedef struct bshare_job {
     const gk_gemm_kernel *kern;
-    const gk_gemm_plan *g;
+    gk_gemm_pack_b_fn pack; /* the plan's (float8 QLinearMatMul's decode B), or kern's */
+    const gk_gemm_src *b;
+    ptrdiff_t k, n;
     char *mem;
     ptrdiff_t kc_block, chunk, nchunks;
 } bshare_job;
@@ -616,13 +618,35 @@ typedef struct bshare_job {
 static void bshare_task(void *ctx, ptrdiff_t t, int worker)
 {
     const bshare_job *j = (const bshare_job *)ctx;
-    const gk_gemm_plan *g = j->g;
     const ptrdiff_t pc = t / j->nchunks * j->kc_block, jc = t % j->nchunks * j->chunk;
-    const int kc = (int)min_pd(j->kc_block, g->k - pc), nc = (int)min_pd(j->chunk, g->n - jc);
-    const ptrdiff_t np = round_up(g->n, j->kern->nr);
+    const int kc = (int)min_pd(j->kc_block, j->k - pc), nc = (int)min_pd(j->chunk, j->n - jc);
+    const ptrdiff_t np = round_up(j->n, j->kern->nr);
     (void)worker;
-    g->pack_b(&g->b, pc, jc, kc, nc, j->kern->nr,
-              j->mem + (np * pc + jc * (ptrdiff_t)kc) * (ptrdiff_t)acc_size(j->kern->acc));
+    j->pack(j->b, pc, jc, kc, nc, j->kern->nr,
+            j->mem + (np * pc + jc * (ptrdiff_t)kc) * (ptrdiff_t)acc_size(j->kern->acc));
+}
+
+/* All of B' (k > 0 x n, from b, packed by pack) in the whole-B' layout at mem, on
+ * `threads` threads: tasks of one K block of a chunk of whole panels, about 2 per thread
+ * and K block (one K block at a time on one thread). */
+static void pack_b_whole_on(const gk_gemm_kernel *kern, gk_gemm_pack_b_fn pack,
+                            const gk_gemm_src *b, ptrdiff_t k, ptrdiff_t n, char *mem, int threads)
+{
+    int mc0, kc0, nc0;
+    bshare_job bj;
+    gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
+    bj.kern = kern;
+    bj.pack = pack;
+    bj.b = b;
+    bj.k = k;
+    bj.n = n;
+    bj.mem = mem;
+    bj.kc_block = k_block(kc0, k);
+    bj.chunk = threads > 1 ? round_up((n + 2 * (ptrdiff_t)threads - 1) / (2 * (ptrdiff_t)threads),
+                                      kern->nr)
+                           : n;
+    bj.nchunks = (n + bj.chunk - 1) / bj.chunk;
+    gk_parallel_run((k + bj.kc_block - 1) / bj.kc_block * bj.nchunks, threads, bshare_task, &bj);
 }
 
 /* B' bytes of the whole-B' layout for g, or 0 when it is not to be shared. */
@@ -661,20 +685,9 @@ static int run_split(const gk_gemm_kernel *kern, const gk_gemm_plan *g, int how,
         return run_part(&j, &all);
     }
     if (b_share && j.tm > 1) {
-        int mc0, kc0, nc0;
-        bshare_job bj;
-        gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
         mem = (char *)gk_aligned_alloc(shared_b_bytes(kern, g));
         if (mem != NULL) {
-            /* chunks of whole panels, about 2 per thread and K block */
-            bj.kern = kern;
-            bj.g = g;
-            bj.mem = mem;
-            bj.kc_block = k_block(kc0, g->k);
-            bj.chunk = round_up((g->n + 2 * (ptrdiff_t)T - 1) / (2 * (ptrdiff_t)T), kern->nr);
-            bj.nchunks = (g->n + bj.chunk - 1) / bj.chunk;
-            gk_parallel_run((g->k + bj.kc_block - 1) / bj.kc_block * bj.nchunks, T, bshare_task,
-                            &bj);
+            pack_b_whole_on(kern, g->pack_b, &g->b, g->k, g->n, mem, T);
             shared = *g;
             shared.b_packed = mem;
             j.g = &shared;
@@ -870,26 +883,18 @@ size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t 
 
 int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *g, void *mem)
 {
-    const ptrdiff_t K = g->k, N = g->n, np = round_up(N, kern->nr);
-    const size_t esz = acc_size(kern->acc);
     gk_gemm_src b;
-    ptrdiff_t KC;
-    int mc0, kc0, nc0;
-    if (gk_gemm_packed_b_size(kern, K, N) == 0 || N > INT_MAX)
-        return GK_GEMM_EINVAL;
-    gk_gemm_blocking(kern, &mc0, &kc0, &nc0);
-    KC = k_block(kc0, K); /* K > 0 here */
     gk_gemm_seen seen = GK_GEMM_SEEN_NOTHING;
+    if (gk_gemm_packed_b_size(kern, g->k, g->n) == 0 || g->n > INT_MAX)
+        return GK_GEMM_EINVAL;
     b.p = (const char *)g->b;
     b.rs = g->b_rs;
     b.cs = g->b_cs;
     b.ctx = kern->check_packed != NULL ? &seen : NULL;
-    for (ptrdiff_t pc = 0; pc < K; pc += KC) {
-        const int kc = (int)min_pd(KC, K - pc);
-        kern->pack_b(&b, pc, 0, kc, (int)N, kern->nr, (char *)mem + (size_t)(np * pc) * esz);
-    }
+    pack_b_whole_on(kern, kern->pack_b, &b, g->k, g->n, (char *)mem,
+                    gk_parallel_threads()); /* K > 0 */
     if (kern->check_packed != NULL)
-        memcpy((char *)mem + gk_round64(packed_b_panels(kern, K, N)), &seen, sizeof seen);
+        memcpy((char *)mem + gk_round64(packed_b_panels(kern, g->k, g->n)), &seen, sizeof seen);
     return GK_GEMM_OK;
 }
 
