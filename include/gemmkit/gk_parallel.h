@@ -64,11 +64,12 @@ double gk_parallel_work_scale(void);
  * as 1) into at most `parts` parts: a grid of tm x tn parts whose edges fall on whole
  * mr x nr tiles.  flags: GK_GRID_ROWS lets parts split rows (else columns only, tm = 1);
  * GK_GRID_B_SHARED says B' is packed once for every part (gk_parallel_share_b), so a
- * part packs only its rows of A and reads its columns of B' (counted as half a packing).  Each part gets at least min_work multiply-adds, else
- * fewer parts are made; of the grids with tm * tn <= that many, the one whose largest
- * part costs least (its multiply-adds plus the packing of its rows of A and of its
- * columns of B, or the reading of them from a shared B') wins, ties to more column parts.  Returns tm * tn (1: run on
- * the caller). */
+ * part packs only its rows of A and reads its columns of B'.  Each part gets at least
+ * min_work multiply-adds, else fewer parts are made; of the grids with tm * tn <= that
+ * many, the one whose largest part costs least (its multiply-adds, plus the packing of
+ * its rows of A and of its columns of B, the latter counted as half a packing when they
+ * are read from a shared B') wins, ties to more column parts.  Returns tm * tn (1: run
+ * on the caller). */
 #define GK_GRID_ROWS 1
 #define GK_GRID_B_SHARED 2
 int gk_parallel_grid(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int mr, int nr, double min_work,
