@@ -133,28 +133,43 @@ def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}x"
 
 
-def run_case(kind, m, k, n, threads, budget, rng):
+def operands(kind, m, k, n, rng):
+    """A (m x k) and B (k x n) of one kind, A drawn first: uniform uint8 / int8 for u8s8,
+    standard normal float32 (rounded to bfloat16 for bf16) otherwise."""
     if kind == "u8s8":
-        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
-        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
-        op = "MatMulInteger"
-        gk_fn = lambda: gemmkit.matmul_integer(a, b)  # noqa: E731
+        return (rng.integers(0, 256, (m, k), dtype=np.uint8),
+                rng.integers(-128, 128, (k, n), dtype=np.int8))
+    dt = np.float32 if kind == "f32" else ml_dtypes.bfloat16
+    return (rng.standard_normal((m, k), dtype=np.float32).astype(dt),
+            rng.standard_normal((k, n), dtype=np.float32).astype(dt))
+
+
+def gk_op(kind):
+    """The gemmkit function of a kind: MatMulInteger for u8s8, Gemm otherwise."""
+    return gemmkit.matmul_integer if kind == "u8s8" else gemmkit.gemm
+
+
+def gk_call(kind, m, k, n, rng):
+    """A gemmkit call on fresh operands of one kind."""
+    a, b = operands(kind, m, k, n, rng)
+    op = gk_op(kind)
+    return lambda: op(a, b)
+
+
+def run_case(kind, m, k, n, threads, budget, rng):
+    a, b = operands(kind, m, k, n, rng)
+    op = "MatMulInteger" if kind == "u8s8" else "Gemm"
+    fn = gk_op(kind)
+    gk_fn = lambda: fn(a, b)  # noqa: E731
+    if kind == "u8s8":
         np_fn = None
         feeds = {"A": a, "B": b}
         ort_dtype = None
     elif kind == "f32":
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        op = "Gemm"
-        gk_fn = lambda: gemmkit.gemm(a, b)  # noqa: E731
         np_fn = lambda: a @ b  # noqa: E731
         feeds = {"A": a, "B": b}
         ort_dtype = np.float32
     else:  # bf16
-        a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
-        b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
-        op = "Gemm"
-        gk_fn = lambda: gemmkit.gemm(a, b)  # noqa: E731
         np_fn = lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16)  # noqa: E731
         feeds = None
         ort_dtype = None
@@ -185,20 +200,14 @@ def run_case(kind, m, k, n, threads, budget, rng):
 def run_pack_rows(kind, m, k, n, threads, budget, rng):
     """gemmkit with B packed once (pack_b) against B packed per call, and against
     onnxruntime with B a constant initializer, on `threads` threads."""
+    a, b = operands(kind, m, k, n, rng)
+    op = gk_op(kind)
+    pb = gemmkit.pack_b(b, "matmul_integer" if kind == "u8s8" else "gemm")
+    f_raw = lambda: op(a, b)  # noqa: E731
+    f_pk = lambda: op(a, pb)  # noqa: E731
     if kind == "u8s8":
-        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
-        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
-        pb = gemmkit.pack_b(b, "matmul_integer")
-        f_raw = lambda: gemmkit.matmul_integer(a, b)  # noqa: E731
-        f_pk = lambda: gemmkit.matmul_integer(a, pb)  # noqa: E731
         s_c = ort_session("MatMulInteger", threads, b_const=b)
     else:
-        dt = np.float32 if kind == "f32" else ml_dtypes.bfloat16
-        a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
-        b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
-        pb = gemmkit.pack_b(b, "gemm")
-        f_raw = lambda: gemmkit.gemm(a, b)  # noqa: E731
-        f_pk = lambda: gemmkit.gemm(a, pb)  # noqa: E731
         # onnxruntime has no bfloat16 Gemm on the CPU
         s_c = ort_session("Gemm", threads, b_const=b, dtype=np.float32) if kind == "f32" else None
     f_ortc = (lambda: s_c.run(None, {"A": a})) if s_c else None
@@ -208,18 +217,6 @@ def run_pack_rows(kind, m, k, n, threads, budget, rng):
     finally:
         gemmkit.set_num_threads(old)
     return t_raw, t_pk, t_c
-
-
-def gk_call(kind, m, k, n, rng):
-    """A gemmkit call on fresh operands of one kind."""
-    if kind == "u8s8":
-        a = rng.integers(0, 256, (m, k), dtype=np.uint8)
-        b = rng.integers(-128, 128, (k, n), dtype=np.int8)
-        return lambda: gemmkit.matmul_integer(a, b)
-    dt = np.float32 if kind == "f32" else ml_dtypes.bfloat16
-    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
-    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
-    return lambda: gemmkit.gemm(a, b)
 
 
 # (share_b, parts_per_thread): per-part packing, shared B' (the default), 2 parts per thread
