@@ -19,7 +19,8 @@ import pytest
 
 import gemmkit as gk
 from gemmkit import _core
-from test_gemm import block_shapes, check_float_gemm, problem, relayout
+from test_gemm import (assert_float_close, block_shapes, check_float_gemm, float_oracle,
+                       problem, relayout)
 
 F16, BF16, F64 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float64)
 HALVES = [F16, BF16]
@@ -301,22 +302,82 @@ def test_k_zero_and_empty(isa, dt):
 @pytest.mark.parametrize("dt", HALVES, ids=lambda d: d.name)
 def test_thin_products_equal_the_blocked_path(isa, dt):
     """Thin A (few rows) with a 16-bit output runs the blocked path in thin K blocks of all
-    the columns (gk_gemm_plan.kc_thin): the sums still continue in float32 in increasing
-    k, so the bits equal the family's own blocking (read through a pre-packed B, which
-    keeps it), for any thread count, transB and C, and hold the float32 bound."""
+    the columns (gk_gemm_plan.kc_thin), or for 1..3 rows with B' rows contiguous reads B'
+    in place (the widening families' ukernel_strip_h): the sums still continue in float32
+    in increasing k, so the bits equal the family's own blocking (read through a
+    pre-packed B, which keeps it), for any thread count, transB and C, and hold the float32
+    bound.  A family whose size rule hands such a call on (min_rows: the dot-product
+    families) still runs a call on B' packed for it: the two then need not agree bit for
+    bit, and each holds the bound."""
     rng = np.random.default_rng(29)
     f = _fam(dt)
-    for M in sorted({1, 3, f["mr"], f["mr"] + 1, 31}):
-        for (K, N) in [(40, 70), (700, 2 * f["nr"] + 5)]:
+    for M in sorted({1, 2, 3, f["mr"], f["mr"] + 1, 31}):
+        for (K, N) in [(40, 70), (700, 2 * f["nr"] + 5), (90, f["nr"] - 3)]:
             for tb in (0, 1):
                 A, B, C = problem(M, N, K, dt, 0, tb, "N", rng)
                 want = check_float_gemm(A, B, C, 0.5, 2.0, 0, tb)
                 pb = gk.pack_b(B, "gemm", transB=tb)
-                np.testing.assert_array_equal(
-                    _bits(gk.gemm(A, pb, C, 0.5, 2.0, 0, tb)), _bits(want),
-                    err_msg=f"{M}x{K}x{N} transB={tb}")
+                got = gk.gemm(A, pb, C, 0.5, 2.0, 0, tb)
+                if M < f["min_rows"]:
+                    assert_float_close(got, *float_oracle(A, B, C, 0.5, 2.0, 0, tb))
+                else:
+                    np.testing.assert_array_equal(_bits(got), _bits(want),
+                                                  err_msg=f"{M}x{K}x{N} transB={tb}")
                 for t in (2, 3):
                     with gk.threads(t):
                         np.testing.assert_array_equal(
                             _bits(gk.gemm(A, B, C, 0.5, 2.0, 0, tb)), _bits(want),
                             err_msg=f"{M}x{K}x{N} transB={tb} threads={t}")
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=lambda d: d.name)
+def test_thin_in_place_16bit(isa, dt):
+    """1..3 rows with B' rows contiguous (transB = 0, any row stride, reversed rows too)
+    read B' in place on the widening families (ukernel_strip_h: several tiles per step, the
+    column tail through a packed panel, the sums in a float32 workspace), with and without
+    the from-memory variant (its prefetch), for 1..3 threads (parts narrower than a tile
+    included):
+    - within the float32 bound, and the same bits for every variant and thread count;
+    - where the dispatched family runs such calls itself (no min_rows above M), the bits
+      of its blocked path on B' packed by pack_b;
+    - on small integers (every float32 sum exact) the scalar family's bits, whichever
+      family ran (a dot-product family hands these calls to the widening one)."""
+    f = _fam(dt)
+    rng = np.random.default_rng(31)
+    nr = f["nr"]
+    cases = [(1, 40, 70), (2, 700, 8 * nr + 5), (3, 65, 3 * nr), (1, 1, nr),
+             (3, 9000, nr + 1), (1, 300, 17 * nr + 31), (2, 33, 9 * nr)]
+    for M, K, N in cases:
+        A, Bw, _ = problem(M, N + 5, K + 3, dt, 0, 0, "none", rng)
+        A = A[:, :K]
+        C = problem(1, N, 1, dt, 0, 0, "N", rng)[2]
+        views = [("c", np.ascontiguousarray(Bw[:K, :N])), ("rows", Bw[1:K + 1, 2:N + 2]),
+                 ("reversed", Bw[:K, :N][::-1])]
+        for name, B in views:
+            want = check_float_gemm(A, B, C, 0.5, 2.0, 0, 0)
+            if f["min_rows"] <= M:
+                np.testing.assert_array_equal(
+                    _bits(gk.gemm(A, gk.pack_b(B, "gemm"), C, 0.5, 2.0)), _bits(want),
+                    err_msg=f"{M}x{K}x{N} {name} pack_b")
+            for mem in (0, 1):
+                old = _core._gemm_memory_bytes(1 if mem else 0)
+                try:
+                    for t in (1, 2, 3):
+                        with gk.threads(t):
+                            np.testing.assert_array_equal(
+                                _bits(gk.gemm(A, B, C, 0.5, 2.0)), _bits(want),
+                                err_msg=f"{M}x{K}x{N} {name} mem={mem} threads={t}")
+                finally:
+                    _core._gemm_memory_bytes(old)
+        # exact sums: the scalar family's bits (widening, positions, the tail panel)
+        Ai = _small_ints((M, K), rng).astype(dt)
+        Bi = _small_ints((K, N), rng).astype(dt)[::-1] if K > 1 else _small_ints((K, N), rng).astype(dt)
+        Ci = _small_ints((N,), rng).astype(dt)
+        for mem in (0, 1):
+            old = _core._gemm_memory_bytes(1 if mem else 0)
+            try:
+                np.testing.assert_array_equal(_bits(gk.gemm(Ai, Bi, Ci, 1.0, 1.0)),
+                                              _bits(_scalar_gemm(Ai, Bi, Ci, 1.0, 1.0)),
+                                              err_msg=f"{M}x{K}x{N} small ints mem={mem}")
+            finally:
+                _core._gemm_memory_bytes(old)

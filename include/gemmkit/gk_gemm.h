@@ -222,7 +222,15 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *   thin_t_tiles     0, or the full column tiles run_thin_bt packs together and runs
  *                    as one ukernel_strip call (GK_GEMM_STRIP_PACKED) for 1..
  *                    GK_GEMM_STRIP_ROWS rows where B' fits half the last-level cache
- *                    (needs ukernel_strip; the same bits as tile by tile). */
+ *                    (needs ukernel_strip; the same bits as tile by tile).
+ *   ukernel_strip_h  NULL, or (a float16 / bfloat16 widening family) ukernel_strip reading
+ *                    B' in place as its 16-bit codes, each widened exactly as the
+ *                    family's pack_b widens it: B' row k of tile t at b + t*ldt + k*ldb
+ *                    bytes, nr codes, all readable; c is the float32 workspace.  The same
+ *                    operations as ukernel on B' packed by pack_b: the same bits.  With
+ *                    it, a product of 1..GK_GEMM_STRIP_ROWS rows and B' rows contiguous
+ *                    (Gemm's B, transB = 0) reads B' in place instead of packing it: the
+ *                    in-place path with its sums in a float32 workspace. */
 struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
  * gk_gemm_kernel): a family-defined minimum and maximum per operand (the bfloat16 dot
@@ -258,6 +266,7 @@ typedef struct gk_gemm_kernel {
     int (*check_packed)(const gk_gemm_seen *seen, const struct gk_gemm_args *args);
     int kc_thin_t;
     int thin_t_tiles;
+    gk_gemm_ukernel_strip_fn ukernel_strip_h;
 } gk_gemm_kernel;
 
 /* Switches the families' size rules (gk_gemm_kernel.min_rows / ...) on (1, the

@@ -476,6 +476,7 @@ static void run_case(const spec *s)
             rk.ukernel = kr->ukernel_rounded;
             rk.ukernel_ldb = NULL;
             rk.ukernel_strip = NULL;
+            rk.ukernel_strip_h = NULL;
             memcpy(y, fillpat, ybytes);
             gk_gemm_run(&rk, &g);
             for (size_t b = 0; ok && b < ybytes; b += es)

@@ -341,7 +341,10 @@ static int b_from_memory(ptrdiff_t k, ptrdiff_t n, ptrdiff_t esz)
  * 1, K = N = 4096; at M = 16, 16 rows measured 1.1-1.25x faster than 8).  At most
  * GK_GEMM_STRIP_ROWS rows with a family's ukernel_strip: the full tiles as one strip per
  * K block (the same bits as tile by tile; see gk_gemm_ukernel_strip_fn).
- * Needs K > 0 and Y in the accumulator type. */
+ * Needs K > 0 and Y in the accumulator type, or (a float16 / bfloat16 family's
+ * ukernel_strip_h, 1..GK_GEMM_STRIP_ROWS rows, B' rows contiguous 16-bit codes) a 16-bit
+ * Y: the sums then run in a float32 workspace of the part's M x N, and the epilogue
+ * writes Y from it after the last K block. */
 static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const gk_range *r,
                        int kc_max, int prefetch_b)
 {
@@ -350,23 +353,47 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
     const int mr = kern->mr, nr = kern->nr;
     const ptrdiff_t ntail = N % nr, nfull = r->n1 - ntail, panels = (M + mr - 1) / mr;
     const ptrdiff_t KC = min_pd(kc_max, K);
-    /* 1..GK_GEMM_STRIP_ROWS rows: the full tiles [n0, nfull) in one ukernel_strip call
-     * per K block */
-    const int strip = kern->ukernel_strip != NULL && M <= GK_GEMM_STRIP_ROWS && M <= mr &&
+    /* a 16-bit Y: B' is 16-bit codes read by ukernel_strip_h, the sums wait in ws */
+    const int half = g->acc_y == NULL;
+    const gk_gemm_ukernel_strip_fn strip_fn = half ? kern->ukernel_strip_h : kern->ukernel_strip;
+    const ptrdiff_t bsz = half ? 2 : esz; /* B' element bytes */
+    /* 1..GK_GEMM_STRIP_ROWS rows: the full tiles [n0, nfull) in one strip call per K
+     * block */
+    const int strip = strip_fn != NULL && M <= GK_GEMM_STRIP_ROWS && M <= mr &&
                       nfull > r->n0 && nfull - r->n0 <= INT_MAX;
-    const int wide = strip && b_from_memory(K, g->n, esz) ? GK_GEMM_STRIP_FROM_MEMORY : 0;
+    /* a 16-bit B' streams from half the last-level cache on (its strip prefetches then:
+     * 32 MB against a 32 MB LLC measured as from memory, the data beside it evicting it) */
+    const int wide = strip && b_from_memory(half ? 2 * K : K, g->n, bsz)
+                         ? GK_GEMM_STRIP_FROM_MEMORY
+                         : 0;
     /* panels <= M (small here: M*N*K or M bounded by the callers), KC <= 1024 */
     const size_t a_bytes = (size_t)panels * (size_t)mr * (size_t)KC * (size_t)esz;
-    char *raw, *ap, *bt, *y = (char *)g->acc_y;
-    const ptrdiff_t ldy = g->ld_acc_y;
+    const size_t t_bytes = ntail ? (size_t)nr * (size_t)KC * (size_t)esz : 0;
+    const size_t w_bytes = half ? (size_t)M * (size_t)N * (size_t)esz : 0;
+    char *raw, *ap, *bt, *y;
+    ptrdiff_t ldy, ym0, yn0; /* output (i, j)'s sum at y + ((i - ym0) ldy + j - yn0) esz */
     if (M <= 0 || N <= 0)
         return GK_GEMM_OK;
-    raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) +
-                                   (ntail ? (size_t)nr * (size_t)KC * (size_t)esz : 0));
+    /* run_plan sends a 16-bit Y only with ukernel_strip_h and M <= GK_GEMM_STRIP_ROWS: every
+     * full tile goes through the strip (a part narrower than a tile has none) */
+    if (half && (strip_fn == NULL || M > GK_GEMM_STRIP_ROWS || (!strip && nfull > r->n0)))
+        return GK_GEMM_EINVAL;
+    raw = (char *)gk_aligned_alloc(gk_round64(a_bytes) + gk_round64(t_bytes) + w_bytes);
     if (raw == NULL)
         return GK_GEMM_ENOMEM;
     ap = raw;
     bt = raw + gk_round64(a_bytes);
+    if (half) {
+        y = bt + gk_round64(t_bytes);
+        ldy = N;
+        ym0 = r->m0;
+        yn0 = r->n0;
+    } else {
+        y = (char *)g->acc_y;
+        ldy = g->ld_acc_y;
+        ym0 = 0;
+        yn0 = 0;
+    }
     for (ptrdiff_t pc = 0; pc < K; pc += KC) {
         const int kc = (int)min_pd(KC, K - pc), first = pc == 0, last = pc + kc >= K;
         g->pack_a(&g->a, r->m0, pc, (int)M, kc, mr, ap);
@@ -374,17 +401,18 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
             g->pack_b(&g->b, pc, nfull, kc, (int)ntail, nr, bt);
         ptrdiff_t j0 = r->n0;
         if (strip) {
-            char *c = y + (r->m0 * ldy + r->n0) * esz;
-            kern->ukernel_strip(kc, ap, g->b.p + pc * g->b.rs + r->n0 * g->b.cs, g->b.rs,
-                                (ptrdiff_t)nr * esz, c, ldy,
-                                (int)M, (int)((nfull - r->n0) / nr), first, wide);
+            char *c = y + ((r->m0 - ym0) * ldy + r->n0 - yn0) * esz;
+            strip_fn(kc, ap, g->b.p + pc * g->b.rs + r->n0 * g->b.cs, g->b.rs,
+                     (ptrdiff_t)nr * bsz, c, ldy, (int)M, (int)((nfull - r->n0) / nr), first,
+                     wide);
             if (last && g->epilogue != NULL)
                 g->epilogue(g->epi_ctx, r->m0, r->n0, (int)M, (int)(nfull - r->n0), c, ldy);
             j0 = nfull;
         }
         for (ptrdiff_t jr = j0; jr < r->n1; jr += nr) {
             const int cols = (int)min_pd(nr, r->n1 - jr);
-            /* the tile's B: B' itself, or the packed tail panel (row stride nr) */
+            /* the tile's B: B' itself, or the packed tail panel (row stride nr; the only
+             * one of a 16-bit B', whose full tiles all went through the strip) */
             const char *bsrc = jr < nfull ? g->b.p + pc * g->b.rs + jr * g->b.cs
                                           : bt;
             const ptrdiff_t ldb = jr < nfull ? g->b.rs : nr * esz;
@@ -399,9 +427,12 @@ static int run_inplace(const gk_gemm_kernel *kern, const gk_gemm_plan *g, const 
             for (ptrdiff_t p = 0; p < panels; p++) {
                 const ptrdiff_t ir = r->m0 + p * mr;
                 const int rows = (int)min_pd(mr, r->m1 - ir);
-                char *c = y + (ir * ldy + jr) * esz;
-                kern->ukernel_ldb(kc, ap + p * mr * kc * esz, bsrc, ldb, c, ldy,
-                                  rows, cols, first);
+                char *c = y + ((ir - ym0) * ldy + jr - yn0) * esz;
+                if (half) /* the packed tail panel: ukernel_ldb's row stride */
+                    kern->ukernel(kc, ap + p * mr * kc * esz, bsrc, c, ldy, rows, cols, first);
+                else
+                    kern->ukernel_ldb(kc, ap + p * mr * kc * esz, bsrc, ldb, c, ldy,
+                                      rows, cols, first);
                 if (last && g->epilogue != NULL)
                     g->epilogue(g->epi_ctx, ir, jr, rows, cols, c, ldy);
             }
@@ -831,6 +862,12 @@ static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const voi
                              g->m <= kern->mr ? GK_GEMM_THIN_KC : 2 * GK_GEMM_THIN_KC,
                              g->m > kern->mr, 0);
     }
+    /* 1..GK_GEMM_STRIP_ROWS rows of a 16-bit product with B' rows contiguous: B' read in
+     * place by the family's ukernel_strip_h (widening as its packers do), columns only */
+    if (b_packed == NULL && plan.acc_y == NULL && kern->ukernel_strip_h != NULL && g->k > 0 &&
+        g->m > 0 && g->m <= GK_GEMM_STRIP_ROWS && g->m <= kern->mr && g->n >= kern->nr &&
+        g->b_cs == 2 && g->k <= INT_MAX && g->n <= INT_MAX)
+        return run_split(kern, &plan, RUN_INPLACE, GK_GEMM_THIN_KC, 0, 0);
     /* Thin A with B' columns contiguous along k (transB), which no in-place kernel reads:
      * B' packed one micro-panel at a time, columns only (run_thin_bt) */
     if (b_packed == NULL && g->m > 0 && g->k > 0 && g->b_rs == (ptrdiff_t)out_size(g->dtype) &&

@@ -319,6 +319,7 @@ int gk_qlinear_float_inputs(const gk_qgemm_problem *p)
         kbuf.ukernel = fam->ukernel_rounded;
         kbuf.ukernel_ldb = NULL;
         kbuf.ukernel_strip = NULL;
+        kbuf.ukernel_strip_h = NULL;
     }
     plan.m = p->m;
     plan.n = p->n;

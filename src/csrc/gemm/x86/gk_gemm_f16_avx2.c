@@ -38,4 +38,5 @@ const gk_gemm_kernel gk_gemm_f16_avx2 = {
     0,       /* pack_esz: panels of accumulators */
     gk_gemm_f32_avx2_6x16_ukernel_strip_ext, /* ukernel_strip: packed panels only */
     .thin_t_tiles = GK_GEMM_THIN_T_TILES,
+    .ukernel_strip_h = gk_gemm_f16_avx2_ukernel_strip_h, /* thin A, B' in place */
 };
