@@ -230,7 +230,9 @@ typedef void (*gk_gemm_ukernel_strip_fn)(int kc, const void *a_panel, const void
  *                    operations as ukernel on B' packed by pack_b: the same bits.  With
  *                    it, a product of 1..GK_GEMM_STRIP_ROWS rows and B' rows contiguous
  *                    (Gemm's B, transB = 0) reads B' in place instead of packing it: the
- *                    in-place path with its sums in a float32 workspace. */
+ *                    in-place path with its sums in a float32 workspace.  A family
+ *                    without it hands such a call (B' not packed for it) to the first
+ *                    of its row that has it (gk_gemm_thin_16bit_family; a size rule). */
 struct gk_gemm_args;
 /* What the packers of a family with check_packed saw of one call's operands (see
  * gk_gemm_kernel): a family-defined minimum and maximum per operand (the bfloat16 dot
@@ -510,6 +512,10 @@ const gk_gemm_kernel *gk_gemm_kernel_for(int dtype);
  * kern's dispatch row that runs at the selected level on this CPU; for a family outside
  * the table, the row's scalar family.  Never NULL for a valid dtype. */
 const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern);
+/* The family of kern's row that runs a 16-bit product of 1..GK_GEMM_STRIP_ROWS rows with
+ * B' rows contiguous, B' read in place (ukernel_strip_h): kern itself, or the first after
+ * it that has one; NULL where none does. */
+const gk_gemm_kernel *gk_gemm_thin_16bit_family(const gk_gemm_kernel *kern);
 
 /* Runs one problem with a given family (its dtype must equal args->dtype).  Thread-safe:
  * all state lives in a per-call workspace.  Returns enum gk_gemm_status. */

@@ -203,6 +203,7 @@ cdef extern from "gemmkit/gk_gemm.h" nogil:
     void gk_gemm_blocking(const gk_gemm_kernel *kern, int *mc, int *kc, int *nc)
     const gk_gemm_kernel *gk_gemm_kernel_for(int dtype)
     const gk_gemm_kernel *gk_gemm_kernel_after(const gk_gemm_kernel *kern)
+    const gk_gemm_kernel *gk_gemm_thin_16bit_family(const gk_gemm_kernel *kern)
     int gk_gemm_run(const gk_gemm_kernel *kern, const gk_gemm_args *args)
     size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n)
     int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *args, void *mem)

@@ -59,7 +59,10 @@ def _gemm_family_info(dtype):
     column tiles such a product with 1..3 rows runs as one strip where B' fits half the
     last-level cache), the size
     rule "min_rows" / "min_depth" / "min_macs" (calls with fewer rows,
-    a shallower K or fewer multiply-adds run on the fallback; 0: none), "fused" (its
+    a shallower K or fewer multiply-adds run on the fallback; 0: none), "thin_16bit" (the
+    isa of the family that runs a float16/bfloat16 product of 1..3 rows with B's rows
+    contiguous, reading B in place: this one, a later one it hands such calls to, or
+    None), "fused" (its
     micro-kernel fuses multiply and add and it brings a separately rounded one too) and
     "fallback": the isa of the family that runs the calls this one declines (None: it
     takes every call).  For tests and benchmarks that shape problems around the blocking."""
@@ -67,6 +70,7 @@ def _gemm_family_info(dtype):
     cdef int dt = _gemm_dtype(x)
     cdef const gk_gemm_kernel *k
     cdef const gk_gemm_kernel *nxt = NULL
+    cdef const gk_gemm_kernel *t16 = NULL
     if dt < 0:
         raise TypeError(f"_gemm_family_info: unsupported dtype {x.dtype}; supported: "
                         f"{_GK_GEMM_SUPPORTED}")
@@ -75,6 +79,7 @@ def _gemm_family_info(dtype):
     gk_gemm_blocking(k, &mc, &kc, &nc)  # the sizes the driver runs with (runtime caches)
     if _gemm_declines_some(k):
         nxt = gk_gemm_kernel_after(k)
+    t16 = gk_gemm_thin_16bit_family(k)
     return {"isa": k.isa.decode("ascii"),
             "level": gk_isa_level_name(gk_gemm_kernel_level(k)).decode("ascii"),
             "mr": k.mr, "nr": k.nr, "mc": mc, "kc": kc, "nc": nc, "kc_sub": k.kc_sub,
@@ -84,6 +89,7 @@ def _gemm_family_info(dtype):
             "thin_t_tiles": k.thin_t_tiles,
             "min_rows": k.min_rows, "min_depth": k.min_depth,
             "min_macs": k.min_macs, "fused": k.ukernel_rounded != NULL,
+            "thin_16bit": t16.isa.decode("ascii") if t16 != NULL else None,
             "fallback": nxt.isa.decode("ascii") if nxt != NULL else None}
 
 

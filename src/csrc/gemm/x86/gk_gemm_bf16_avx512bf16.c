@@ -23,10 +23,8 @@
  * float32 avx512 family's time on float32 copies of the same data from 8^3 up (Zen 4,
  * measured with the scan before the call: 8^3 0.50 vs 0.47 us, 16^3 0.78 vs 0.84, 64^3
  * 5.9 vs 6.9), a lower bound for any widening bfloat16 family.  Products of at most
- * GK_GEMM_STRIP_ROWS rows are (size rule, min_rows): the widening family reads B' in
- * place there (ukernel_strip_h) where this one packs it, and with B' transposed the two
- * measured the same (Zen 5, M = 1, K = N = 4096: 1.74 / 1.70 ms, transB 2.00 / 1.98 ms,
- * before ukernel_strip_h).
+ * GK_GEMM_STRIP_ROWS rows with B' rows contiguous go to the widening family, which reads
+ * B' in place (gk_gemm_driver.c, hands_thin_16bit_on).
  *
  * Blocking: tile 14 x 32 (28 zmm accumulators).  KC = 1024 (even, so only a product's
  * last K block can be odd), not the L1 formula's 512: the k-loop needs 184 bytes of
@@ -362,6 +360,6 @@ const gk_gemm_kernel gk_gemm_bf16_avx512bf16 = {
     NULL,    /* ukernel_strip */
     NULL, NULL, /* begin, end */
     0, 0,    /* kc_sub, kc_thin */
-    GK_GEMM_STRIP_ROWS + 1, 0, 0, /* size rule: rows only (see the header) */
+    0, 0, 0, /* no size rule: small calls are not declined (see the header) */
     gk_bf16_check_packed, /* the DAZ/FTZ guard (gk_gemm_bf16_pairs_x86.h) */
 };
