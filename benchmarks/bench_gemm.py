@@ -377,8 +377,9 @@ def bf16_rows(cases, budget):
           "guard-declined calls to, on the same bfloat16 inputs)\n")
 
 
-def half_paths(sizes, budget):
-    """The float16/bfloat16 rows: every widening path forced, vs onnxruntime and NumPy."""
+def half_paths(cases, budget):
+    """The float16/bfloat16 rows, (M, K, N) each: every widening path forced, vs onnxruntime
+    and NumPy.  Rows of 1..3 rows read B in place (ukernel_strip_h): their GB/s of B."""
     from gemmkit import _core
     info = gk.cpu_info()
     default = info["isa"]
@@ -392,13 +393,15 @@ def half_paths(sizes, budget):
     rng = np.random.default_rng(2)
     s16, scast = ort_gemm(np.float16), ort_cast_gemm()
     for dt in (np.float16, ml_dtypes.bfloat16):
-        for n in sizes:
-            A, B, C = (rng.standard_normal(s).astype(dt) for s in ((n, n), (n, n), (n,)))
+        for (m, k, n) in cases:
+            A, B, C = (rng.standard_normal(s).astype(dt) for s in ((m, k), (k, n), (n,)))
             Af, Bf, Cf = (x.astype(np.float32) for x in (A, B, C))  # the same values
             feeds = {"A": A, "B": B, "C": C}
             for path in paths:
                 _core._set_isa(path)
-                fam = _core._gemm_family_info(dt)["isa"]
+                fi = _core._gemm_family_info(dt)
+                # 1..3 rows with B row-major run where B is read in place (thin_16bit)
+                fam = fi["thin_16bit"] if m <= 3 and fi["thin_16bit"] else fi["isa"]
                 cols = {}
                 fns = [lambda: gk.gemm(A, B, C)]  # Y = A @ B + C everywhere
                 if dt is np.float16:
@@ -406,7 +409,7 @@ def half_paths(sizes, budget):
                         if sess is not None:
                             cols[name] = len(fns)
                             fns.append(lambda sess=sess: sess.run(None, feeds))
-                    if n <= 256:  # NumPy's float16 matmul is a scalar loop
+                    if m * k * n <= 256**3:  # NumPy's float16 matmul is a scalar loop
                         cols["NumPy"] = len(fns)
                         fns.append(lambda: A @ B + C)
                 else:
@@ -417,9 +420,14 @@ def half_paths(sizes, budget):
                     ts = timed(fns, budget)
                 finally:
                     _core._set_isa(default)
-                gf = 2.0 * n**3 / ts[0] / 1e9
-                line = (f"{np.dtype(dt).name + f' {n}^3':22s} {fam:7s} {ts[0] * 1e6:8.1f}us "
-                        f"{gf:8.2f} {(f'{100 * gf / pk:5.1f}%') if pk else '    -':>6s}")
+                gf = 2.0 * m * k * n / ts[0] / 1e9
+                shape = f"{n}^3" if m == k == n else f"{m}x{k}x{n}"
+                if m <= 3:  # bound by reading B: its GB/s, not the FMA peak
+                    pct = f"{k * n * 2 / ts[0] / 1e9:4.0f}GB/s"
+                else:
+                    pct = f"{100 * gf / pk:5.1f}%" if pk else "    -"
+                line = (f"{np.dtype(dt).name + ' ' + shape:22s} {fam:7s} {ts[0] * 1e6:8.1f}us "
+                        f"{gf:8.2f} {pct:>6s}")
                 for name in ("ort f16", "ort cast", "NumPy"):
                     if name in cols:
                         t = ts[cols[name]]
@@ -430,12 +438,13 @@ def half_paths(sizes, budget):
                 print(line, flush=True)
                 others = {name.replace(" ", "_").lower() + "_s": ts[cols[name]] if name in cols
                           else None for name in ("ort f16", "ort cast", "NumPy")}
-                record("half", dtype=np.dtype(dt).name, M=n, K=n, N=n, path=fam,
+                record("half", dtype=np.dtype(dt).name, M=m, K=k, N=n, path=fam,
                        gemmkit_s=ts[0], gemmkit_gops=gf, peak_gops=pk,
                        pct_peak=100 * gf / pk if pk else None, **others,
                        numpy_is_float32=dt is not np.float16)
     print("(Y = A @ B + C row everywhere; ratio: the other's time / gemmkit's; ort cast: "
-          "Cast -> float32 Gemm -> Cast; * NumPy float32 of the same values)\n")
+          "Cast -> float32 Gemm -> Cast; * NumPy float32 of the same values; %peak of rows "
+          "with 1-3 rows: GB/s of B read)\n")
 
 
 def ort_linear(dtype, W=None):
@@ -525,6 +534,18 @@ def parse_cases(spec):
     return out
 
 
+def parse_half_cases(spec):
+    """"256,1x4096x4096" -> [(256, 256, 256), (1, 4096, 4096)]."""
+    out = []
+    for v in spec.split(","):
+        v = v.strip()
+        if "x" in v:
+            out.append(tuple(int(x) for x in v.split("x")))
+        elif v:
+            out.append((int(v),) * 3)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -542,8 +563,9 @@ def main(argv=None):
                     help="n of the int32/int64 path section (default 512,1024; --quick 256)")
     ap.add_argument("--int-only", action="store_true",
                     help="only the int32/int64 path section")
-    ap.add_argument("--half-sizes", default=None, metavar="N,...",
-                    help="the n of the float16/bfloat16 n^3 cases (default 256,1024)")
+    ap.add_argument("--half-sizes", default=None, metavar="N|MxKxN,...",
+                    help="the float16/bfloat16 cases (default 256,1024,1x4096x4096,"
+                         "3x4096x4096)")
     ap.add_argument("--linear-only", action="store_true",
                     help="only the linear-layer section (Gemm transB=1, W as [N, K]; "
                          "--sizes n: M = 1 and 16 with K = N = n)")
@@ -585,8 +607,9 @@ def main(argv=None):
         write_json(args.json, "bench_gemm")
         return 0
     if not args.int_only:
-        hspec = args.half_sizes or args.sizes or ("256" if args.quick else "256,1024")
-        half_paths([int(v) for v in hspec.split(",")], args.budget)
+        hspec = args.half_sizes or args.sizes or ("256" if args.quick else
+                                                  "256,1024,1x4096x4096,3x4096x4096")
+        half_paths(parse_half_cases(hspec), args.budget)
     if args.half_only:
         write_json(args.json, "bench_gemm")
         return 0
