@@ -566,8 +566,9 @@ int gk_gemm_drive(const gk_gemm_kernel *kern, const gk_gemm_plan *plan);
  * B' (b, b_rs, b_cs, k, n) into mem (that size, 64-byte aligned); returns
  * enum gk_gemm_status.  gk_gemm_run_packed is gk_gemm_run reading that packing for args'
  * B', which must be the B' it was packed from, for this same family (a family whose size
- * rule or check_packed hands the call on does so without the packing).  Read only: calls
- * may share it. */
+ * rule or check_packed hands the call on does so without the packing; a family with
+ * ukernel_strip_h reads B' itself for 1..GK_GEMM_STRIP_ROWS rows, B' rows contiguous: half
+ * the bytes of its panels, the same bits).  Read only: calls may share it. */
 size_t gk_gemm_packed_b_size(const gk_gemm_kernel *kern, ptrdiff_t k, ptrdiff_t n);
 int gk_gemm_pack_b_whole(const gk_gemm_kernel *kern, const gk_gemm_args *args, void *mem);
 int gk_gemm_run_packed(const gk_gemm_kernel *kern, const gk_gemm_args *args,
