@@ -374,7 +374,7 @@ def test_thin_in_place_16bit(isa, dt):
                     _core._gemm_memory_bytes(old)
         # exact sums: the scalar family's bits (widening, positions, the tail panel)
         Ai = _small_ints((M, K), rng).astype(dt)
-        Bi = _small_ints((K, N), rng).astype(dt)[::-1] if K > 1 else _small_ints((K, N), rng).astype(dt)
+        Bi = _small_ints((K, N), rng).astype(dt)[::-1]
         Ci = _small_ints((N,), rng).astype(dt)
         for mem in (0, 1):
             old = _core._gemm_memory_bytes(1 if mem else 0)

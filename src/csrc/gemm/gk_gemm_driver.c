@@ -773,6 +773,16 @@ const gk_gemm_kernel *gk_gemm_thin_16bit_family(const gk_gemm_kernel *kern)
     return kern;
 }
 
+/* g is a product kern's ukernel_strip_h takes in place: a 16-bit one of 1..
+ * GK_GEMM_STRIP_ROWS rows (within one row panel), at least one full column tile, B' rows
+ * contiguous. */
+static int thin_16bit_fits(const gk_gemm_kernel *kern, const gk_gemm_args *g)
+{
+    return out_size(g->dtype) == 2 && g->m >= 1 && g->m <= GK_GEMM_STRIP_ROWS &&
+           g->m <= kern->mr && g->n >= kern->nr && g->k >= 1 && g->b_cs == 2 &&
+           g->k <= INT_MAX && g->n <= INT_MAX;
+}
+
 /* A family without ukernel_strip_h hands such a product, B' rows contiguous and not packed
  * for it, to the one of its row that reads that B' in place (a size rule: the packing
  * costs more than the product; bfloat16 vdpbf16ps, M = 1, K = N = 4096, Zen 5: 1.74 ms
@@ -781,11 +791,10 @@ const gk_gemm_kernel *gk_gemm_thin_16bit_family(const gk_gemm_kernel *kern)
 static int hands_thin_16bit_on(const gk_gemm_kernel *kern, const gk_gemm_args *g, int b_packed)
 {
     const gk_gemm_kernel *to;
-    if (!size_rules || b_packed || kern->ukernel_strip_h != NULL || out_size(g->dtype) != 2 ||
-        g->m < 1 || g->m > GK_GEMM_STRIP_ROWS || g->k < 1 || g->b_cs != 2)
+    if (!size_rules || b_packed || kern->ukernel_strip_h != NULL)
         return 0;
     to = gk_gemm_thin_16bit_family(kern);
-    return to != NULL && g->m <= to->mr && g->n >= to->nr;
+    return to != NULL && thin_16bit_fits(to, g);
 }
 
 static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const void *b_packed,
@@ -889,9 +898,7 @@ static int run_plan(const gk_gemm_kernel *kern, const gk_gemm_args *g, const voi
      * Also where B' comes packed (gemmkit.pack_b keeps B' beside its float32 panels): the
      * codes are half the bytes, and the bits the same (Zen 5, float16 M = 1, K = N = 4096:
      * 1.79 ms on the panels, 1.41 ms in place; 1 x 768 x 3072 123 / 78 us). */
-    if (plan.acc_y == NULL && kern->ukernel_strip_h != NULL && g->k > 0 &&
-        g->m > 0 && g->m <= GK_GEMM_STRIP_ROWS && g->m <= kern->mr && g->n >= kern->nr &&
-        g->b_cs == 2 && g->k <= INT_MAX && g->n <= INT_MAX)
+    if (plan.acc_y == NULL && kern->ukernel_strip_h != NULL && thin_16bit_fits(kern, g))
         return run_split(kern, &plan, RUN_INPLACE, GK_GEMM_THIN_KC, 0, 0);
     /* Thin A with B' columns contiguous along k (transB), which no in-place kernel reads:
      * B' packed one micro-panel at a time, columns only (run_thin_bt) */
