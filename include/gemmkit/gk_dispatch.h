@@ -65,6 +65,10 @@ const gk_cpu_cache_sizes *gk_cpu_caches(void);
  * report one (the size rules that ask "can B be in cache?" take this). */
 size_t gk_cpu_llc_bytes(void);
 
+/* Whether the calling thread's ymm/zmm upper halves are in use (x86 XINUSE): 1, 0, or -1
+ * where the CPU cannot tell (off x86, no AVX, no XGETBV ECX = 1).  Tests only. */
+int gk_cpu_avx_upper_in_use(void);
+
 /* ---- levels and the selection ---- */
 int gk_isa_level_count(void);                 /* levels of this build's architecture */
 const char *gk_isa_level_name(int level);     /* 0 = "scalar", increasing */

@@ -225,6 +225,7 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
         size_t l2
         size_t l3
     const gk_cpu_cache_sizes *gk_cpu_caches()
+    int gk_cpu_avx_upper_in_use()
     int gk_isa_level_count()
     const char *gk_isa_level_name(int level)
     int gk_isa_level_compiled(int level)

@@ -131,6 +131,14 @@ def cpu_info():
     }
 
 
+def _avx_upper_in_use():
+    """Tests: whether this thread's ymm/zmm upper halves are in use right now (x86 XINUSE
+    bits 2 and 6); None where the CPU cannot tell.  gemmkit's kernels must return with
+    them clear (vzeroupper), or the caller's legacy-SSE code that runs next slows down."""
+    cdef int r = gk_cpu_avx_upper_in_use()
+    return None if r < 0 else bool(r)
+
+
 def _threads_info():
     from gemmkit import _threads
     return _threads._info()

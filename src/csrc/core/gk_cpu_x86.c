@@ -29,6 +29,36 @@ static unsigned long long xgetbv0(void)
 }
 #endif
 
+/* XINUSE (XGETBV with ECX = 1) bits 2 and 6: the upper halves of ymm0-15 / zmm0-15 hold
+ * something (VZEROUPPER clears both).  1 / 0, or -1 where the CPU cannot say (no AVX, or
+ * no XGETBV ECX = 1: CPUID leaf 0xD sub-leaf 1, EAX bit 2).  For the tests: every kernel
+ * must return with them clear, or each legacy-SSE instruction the caller's thread runs
+ * next (CPython's and NumPy's baseline code) pays a transition or a false dependency. */
+int gk_cpu_avx_upper_in_use(void)
+{
+    unsigned r[4];
+    unsigned long long xinuse;
+    cpuid(0, 0, r);
+    if (r[0] < 0xD)
+        return -1;
+    cpuid(1, 0, r);
+    if (!(r[2] & (1u << 27)) || !(r[2] & (1u << 28))) /* OSXSAVE, AVX */
+        return -1;
+    cpuid(0xD, 1, r);
+    if (!(r[0] & (1u << 2)))
+        return -1;
+#if defined(_MSC_VER) && !defined(__clang__)
+    xinuse = _xgetbv(1);
+#else
+    {
+        unsigned lo, hi;
+        __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(1));
+        xinuse = ((unsigned long long)hi << 32) | lo;
+    }
+#endif
+    return (xinuse & ((1ull << 2) | (1ull << 6))) != 0;
+}
+
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -154,4 +184,5 @@ void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3)
 
 #else
 int gk_amx_request_permission(void) { return 0; }
+int gk_cpu_avx_upper_in_use(void) { return -1; }
 #endif
