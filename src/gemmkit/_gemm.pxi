@@ -15,18 +15,21 @@ cdef int _GK_BF16_NUM = np.dtype(_gk_ml_dtypes.bfloat16).num
 _GK_GEMM_SUPPORTED = "float16, bfloat16, float32, float64, int32, int64, uint32, uint64"
 
 
-def _gemm_byte_order_check(name, x):
-    """A TypeError naming x's byte order where that alone keeps it from gemm's dtypes."""
-    dt = x.dtype
-    native = dt.newbyteorder("=")
-    if not dt.isnative and native.name in _GK_GEMM_SUPPORTED.split(", "):
-        raise TypeError(f"gemm: {name} has dtype {dt.str} ({native.name} in "
-                        f"non-native byte order); gemm takes native byte order: pass "
-                        f"{name}.astype({name}.dtype.newbyteorder('='))")
+cdef cnp.ndarray _gemm_native(cnp.ndarray x):
+    """x, or its copy in native byte order where it is one of gemm's dtypes stored the
+    other way round (read by value, as numpy.matmul reads it; the kernels take native
+    order only).  Any other dtype is returned as it is, for the dtype checks to name."""
+    if cnp.PyArray_ISNOTSWAPPED(x):
+        return x
+    native = (<object>x).dtype.newbyteorder("=")
+    if native.name in _GK_GEMM_SUPPORTED.split(", "):
+        return (<object>x).astype(native)
+    return x
 
 
 cdef int _gemm_dtype(cnp.ndarray x):
-    """The gk_gemm_dtype of x, or -1 if unsupported (incl. non-native byte order)."""
+    """The gk_gemm_dtype of x, or -1 if unsupported (a non-native byte order included:
+    _gemm_native makes gemm's operands native first)."""
     cdef cnp.dtype d = x.descr
     cdef int t = d.type_num
     cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(x)
@@ -342,7 +345,8 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     Parameters
     ----------
     A : array_like, 2-D, one of float16, ``ml_dtypes.bfloat16``, float32, float64,
-        int32, int64, uint32, uint64 (native byte order)
+        int32, int64, uint32, uint64 (either byte order: a non-native A, B or C is read
+        by value through a native copy, as ``numpy.matmul`` reads it)
     B : array_like, 2-D, A's dtype; or a ``PackedB`` made by ``pack_b(B, "gemm",
         transB=t)``, in which case gemm must be called with ``transB=t``.
     C : optional bias, A's dtype: an array unidirectionally broadcastable to (M, N) --
@@ -361,7 +365,7 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
         opset 11 and optional since; gemmkit always accepts None.)
 
     Any strides (C or F order, negative, zero, offsets) and read-only views; nothing is
-    copied.  Types per opset: the float types (opsets 1+), the integer types (9+) and
+    copied (but a byte-swapped operand).  Types per opset: the float types (opsets 1+), the integer types (9+) and
     bfloat16 (13+) all run on every call: the opset does not restrict gemmkit.
 
     Arithmetic.  float32 accumulates in float32 and float64 in float64; float16 and
@@ -389,7 +393,7 @@ def gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=1):
     Raises
     ------
     TypeError
-        A's dtype is unsupported (or byte-swapped); B or C has another dtype than A; C
+        A's dtype is unsupported; B or C has another dtype than A; C
         is a Python float for an integer A; alpha/beta is not a real number (str,
         complex, None, a list, an array with ndim > 0, Fraction, Decimal, ...);
         transA/transB/broadcast is not an integer (a float, even 1.0, a str, None, an
@@ -468,17 +472,15 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
     cdef int rc
     cdef object tc
 
-    a = _arr(A, "gemm: A")
-    b = _arr(B, "gemm: B")
+    a = _gemm_native(_arr(A, "gemm: A"))
+    b = _gemm_native(_arr(B, "gemm: B"))
 
     # ---- dtypes (TypeError) ----
     dt = _gemm_dtype(a)
     if dt < 0:
-        _gemm_byte_order_check("A", a)
         raise TypeError(f"gemm: A has unsupported dtype {(<object>a).dtype}; supported: "
-                        f"{_GK_GEMM_SUPPORTED} (native byte order)")
+                        f"{_GK_GEMM_SUPPORTED}")
     if _gemm_dtype(b) != dt:
-        _gemm_byte_order_check("B", b)
         raise TypeError(f"gemm: B has dtype {(<object>b).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
     # alpha/beta are read knowing A's dtype: integers are exact (and range-checked) for
@@ -494,8 +496,9 @@ cdef object _gemm_impl(A, B, C, alpha, beta, transA, transB, broadcast,
                 c = _gemm_weak_c(C, a, dt)
             else:  # NumPy scalars keep their dtype (np.asarray reads ml_dtypes ones exactly)
                 c = np.asarray(C)
+    if c is not None:
+        c = _gemm_native(c)
     if c is not None and _gemm_dtype(c) != dt:
-        _gemm_byte_order_check("C", c)
         raise TypeError(f"gemm: C has dtype {(<object>c).dtype} but A has dtype {(<object>a).dtype}; "
                         f"A, B and C must share one dtype ({_GK_GEMM_SUPPORTED})")
 
