@@ -113,8 +113,9 @@ def test_benchmark_peak_loops_leave_the_upper_halves_clear():
     try:
         from _bench_common import build_c_lib
         lib = ctypes.CDLL(build_c_lib("bench_peak_x86"))
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"no C compiler to build benchmarks/c/bench_peak_x86.c: {exc}")
+    except (ImportError, OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot build benchmarks/c/bench_peak_x86.c (no C compiler, or no "
+                    f"benchmarks/ beside tests/): {exc!r}")
     finally:
         sys.path.pop(0)
     have = set(_core.cpu_info()["features"])
