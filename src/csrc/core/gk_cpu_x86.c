@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 
+/* cpuid; xgetbv: ecx 0 reads XCR0 (what the OS saves), 1 XINUSE (what is in use now) */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
@@ -13,18 +14,18 @@ static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
     __cpuidex(v, (int)leaf, (int)sub);
     r[0] = (unsigned)v[0]; r[1] = (unsigned)v[1]; r[2] = (unsigned)v[2]; r[3] = (unsigned)v[3];
 }
-static unsigned long long xgetbv0(void) { return _xgetbv(0); }
+static unsigned long long xgetbv(unsigned ecx) { return _xgetbv(ecx); }
 #else
 #include <cpuid.h>
 static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
 {
     __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
 }
-static unsigned long long xgetbv0(void)
+static unsigned long long xgetbv(unsigned ecx)
 {
     unsigned lo, hi;
     /* xgetbv: encoded by hand so the baseline build needs no -mxsave */
-    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(ecx));
     return ((unsigned long long)hi << 32) | lo;
 }
 #endif
@@ -37,7 +38,6 @@ static unsigned long long xgetbv0(void)
 int gk_cpu_avx_upper_in_use(void)
 {
     unsigned r[4];
-    unsigned long long xinuse;
     cpuid(0, 0, r);
     if (r[0] < 0xD)
         return -1;
@@ -47,16 +47,7 @@ int gk_cpu_avx_upper_in_use(void)
     cpuid(0xD, 1, r);
     if (!(r[0] & (1u << 2)))
         return -1;
-#if defined(_MSC_VER) && !defined(__clang__)
-    xinuse = _xgetbv(1);
-#else
-    {
-        unsigned lo, hi;
-        __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(1));
-        xinuse = ((unsigned long long)hi << 32) | lo;
-    }
-#endif
-    return (xinuse & ((1ull << 2) | (1ull << 6))) != 0;
+    return (xgetbv(1) & ((1ull << 2) | (1ull << 6))) != 0;
 }
 
 #if defined(__linux__)
@@ -90,7 +81,7 @@ unsigned gk_cpu_features_x86(void)
     if (ecx1 & (1u << 19))
         f |= GK_CPU_SSE41;
     int osxsave = (ecx1 >> 27) & 1, avx = (ecx1 >> 28) & 1;
-    unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+    unsigned long long xcr0 = osxsave ? xgetbv(0) : 0;
     int ymm_os = (xcr0 & 0x6) == 0x6;
     int zmm_os = ymm_os && (xcr0 & 0xe0) == 0xe0;
     if (!(avx && ymm_os))
