@@ -20,13 +20,14 @@
 /* Every loop on ymm/zmm ends in vzeroupper (the asm's clobbers do not tell the compiler
  * to): left dirty, the upper halves slow every legacy-SSE instruction after it in this
  * thread, the sse41 peak loop and gemmkit's forced sse41 path included (measured on Zen 5:
- * the xmm loop at 13 against 117 GOP/s after the ymm loop).  TAIL: "" for the xmm loop,
- * which must also run on CPUs without AVX. */
+ * the xmm loop at 13 against 117 GOP/s after the ymm loop).  PEAK_ASM runs HEAD once,
+ * then the loop of 12 BODYs, then TAIL: "" for the xmm loop, which must also run on CPUs
+ * without AVX. */
 #define VZU "\n\tvzeroupper"
-#define PEAK_LOOP_T(BODY, TAIL)                                                             \
+#define PEAK_ASM(HEAD, BODY, TAIL)                                                          \
     long n = iters;                                                                         \
-    __asm__ volatile("1:\n\t" R8(BODY) "dec %0\n\tjnz 1b" TAIL : "+r"(n) : : ZCLOB, "cc");
-#define PEAK_LOOP(BODY) PEAK_LOOP_T(BODY, VZU)
+    __asm__ volatile(HEAD "1:\n\t" R8(BODY) "dec %0\n\tjnz 1b" TAIL : "+r"(n) : : ZCLOB, "cc");
+#define PEAK_LOOP(BODY) PEAK_ASM("", BODY, VZU)
 
 #define ZCLOB "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
               "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14"
@@ -36,7 +37,7 @@ int64_t gk_peak_dpbusd_ymm_evex(long iters) { PEAK_LOOP(DPB_Y) return iters * 12
 int64_t gk_peak_dpbusd_ymm_vex(long iters) { PEAK_LOOP(DPB_V) return iters * 12 * 32; }
 int64_t gk_peak_maddwd_zmm(long iters) { PEAK_LOOP(MWD_Z) return iters * 12 * 32; }
 int64_t gk_peak_maddwd_ymm(long iters) { PEAK_LOOP(MWD_Y) return iters * 12 * 16; }
-int64_t gk_peak_maddwd_xmm(long iters) { PEAK_LOOP_T(MWD_X, "") return iters * 12 * 8; }
+int64_t gk_peak_maddwd_xmm(long iters) { PEAK_ASM("", MWD_X, "") return iters * 12 * 8; }
 
 /* Float FMA peaks (Gemm's float32/float64 paths): 12 vfmadd231 chains, lanes MACs each
  * (a MAC = one multiply-add = 2 flops).  Zeroed first so no denormal/NaN slows them. */
@@ -46,9 +47,7 @@ int64_t gk_peak_maddwd_xmm(long iters) { PEAK_LOOP_T(MWD_X, "") return iters * 1
 #define FMAPD_Z(i) "vfmadd231pd %%zmm12, %%zmm13, %%zmm" #i "\n\t"
 #define FMAPS_Y(i) "vfmadd231ps %%ymm12, %%ymm13, %%ymm" #i "\n\t"
 #define FMAPD_Y(i) "vfmadd231pd %%ymm12, %%ymm13, %%ymm" #i "\n\t"
-#define FMA_PEAK_LOOP(ZERO, BODY)                                                           \
-    long n = iters;                                                                         \
-    __asm__ volatile(ZERO "1:\n\t" R8(BODY) "dec %0\n\tjnz 1b" VZU : "+r"(n) : : ZCLOB, "cc");
+#define FMA_PEAK_LOOP(ZERO, BODY) PEAK_ASM(ZERO, BODY, VZU)
 int64_t gk_peak_fma_ps_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, FMAPS_Z) return iters * 12 * 16; }
 int64_t gk_peak_fma_pd_zmm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Z, FMAPD_Z) return iters * 12 * 8; }
 int64_t gk_peak_fma_ps_ymm(long iters) { FMA_PEAK_LOOP(FMA_ZERO_Y, FMAPS_Y) return iters * 12 * 8; }
