@@ -11,7 +11,9 @@ extreme values), with per-tensor zero points (the separable correction) and per-
 per-column ones, for MatMulInteger and QLinearMatMul, in products wide enough for several
 column blocks and tall enough for several row groups of the scratch, and
 through the batch routes (fold, gathered fold, B cache).  M stays above the small-M limit
-so that the packed path runs.
+so that the packed path runs.  Every test runs with both block sizes of the packed path:
+the default ones and those of a CPU with a slow L3 (Intel's: a fraction of L2 each, for
+the families that set slow_l3_block_div), whichever this CPU takes.
 """
 from __future__ import annotations
 
@@ -33,6 +35,17 @@ def _gk():
 def _info():
     from gemmkit import _core
     return _core._qgemm_family_info()
+
+
+@pytest.fixture(autouse=True, params=[0, 1], ids=["l3_fast", "l3_slow"])
+def l3_slow(request):
+    """The blocks of a CPU with a fast (0) or a slow (1) L3, forced on any CPU."""
+    from gemmkit import _core
+    old = _core._qgemm_slow_l3_mode(request.param)
+    try:
+        yield request.param
+    finally:
+        _core._qgemm_slow_l3_mode(old)
 
 
 def _blocking(m, n, k, cached=False):
@@ -76,6 +89,43 @@ def test_family_info_has_a_depth_block(isa):
     f = _info()
     assert f["kc"] % f["kstep"] == 0 and f["kc"] >= f["kstep"]
     assert f["kc"] < f["kchunk"]
+
+
+def test_slow_l3_is_intels():
+    """By default the slow-L3 blocks are an Intel CPU's (what the vendor string says)."""
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64", "i686", "x86"):
+        assert not _info()["l3_slow"]
+        return
+    try:
+        with open("/proc/cpuinfo") as fh:
+            vendor = next(ln.split(":")[1].strip() for ln in fh if ln.startswith("vendor_id"))
+    except (OSError, StopIteration):
+        pytest.skip("no /proc/cpuinfo vendor_id to compare with")
+    assert _info()["l3_slow"] == (vendor == "GenuineIntel"), vendor
+
+
+def test_slow_l3_blocks_take_a_fraction_of_l2(isa, l3_slow):
+    """With slow-L3 blocks a family with slow_l3_block_div keeps its packed A block and
+    its B block each within L2 / div (also for few rows, whose B block is otherwise up to
+    1 MiB); without them, or for a family without the field, the A block takes half of L2
+    and the B block L2 (1 MiB for few rows)."""
+    import gemmkit
+    f = _info()
+    l2 = gemmkit.cpu_info()["caches"]["l2"]
+    if not 128 << 10 <= l2 <= 64 << 20:
+        l2 = 1 << 20  # the driver's default for an unreported L2
+    div = f["slow_l3_block_div"] if l3_slow else 0
+    for m, k in ((4096, 2 * f["kc"] + 3), (4096, f["kc"]), (100, 3 * f["kc"])):
+        if m <= f["smallm_max"]:
+            continue
+        bl = _blocking(m, 1 << 16, k)
+        kbp = -(-bl["kcb"] // f["kstep"]) * f["kstep"]
+        a_cap = l2 // (div or 2) // (kbp * f["a_elem_bytes"]) // f["mr"] * f["mr"]
+        b_max = l2 // div if div else (min(l2, 1 << 20) if m <= 128 else l2)
+        b_cap = b_max // (kbp * f["b_elem_bytes"]) // f["nr"] * f["nr"]
+        assert bl["mc"] == max(min(m, a_cap), f["mr"]), (m, k, bl, div)
+        assert bl["nc"] == max(b_cap, f["nr"]), (m, k, bl, div)
 
 
 @pytest.mark.parametrize("signs", SIGNS, ids=SIGN_IDS)

@@ -228,6 +228,12 @@ typedef struct gk_qgemm_kernel {
      * (a_cs == 1) and B is not pre-packed (gk_qgemm_set_tall_mode overrides the rule). */
     gk_qgemm_tall_fn tall;
     int (*tall_takes)(int m, int k, int n);
+    /* On a CPU with a slow L3 (gk_cpu_cache_sizes.l3_slow; gk_qgemm_set_slow_l3_mode
+     * overrides it): the packed A and B blocks each take at most L2 / this, instead of
+     * half of L2 and all of it; 0, as in a table entry that leaves it out: the same blocks
+     * on every CPU.  For a family fast enough that L2 misses of its blocks, from such an
+     * L3, are what bounds it (gk_qgemm_blocking_of). */
+    int slow_l3_block_div;
 } gk_qgemm_kernel;
 
 /* Bytes from one packed B panel (kp deep, a multiple of kstep) to the next. */

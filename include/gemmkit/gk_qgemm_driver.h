@@ -83,7 +83,8 @@ int gk_qgemm_kc(const gk_qgemm_kernel *kern);
 
 /* How the packed path blocks an m x n x k product (tests and benchmarks read it; small-M
  * products never pack): nblk depth blocks of kcb (the last one shorter), A blocks of mc
- * rows (half of L2 at kcb), B blocks of nc columns (the size of L2), and the rows ms of
+ * rows (half of L2 at kcb), B blocks of nc columns (the size of L2; both a fraction of L2
+ * on a CPU with a slow L3, for the families that say so), and the rows ms of
  * the partial-sum scratch (all m, but groups of ms past 8 MB).  may_deepen (B packed by
  * this call, not read from a cache laid out by gk_qgemm_kc): a family with kc_deep takes
  * depth blocks of kc_deep instead when the partial sums one depth block passes over (ms
@@ -110,6 +111,12 @@ int gk_qgemm_run(const gk_qgemm_kernel *kern, const gk_qgemm_problem *p,
  * pre-packed), at any size.  Returns the previous mode.  For tests, which run both routes
  * on every shape; between calls only. */
 int gk_qgemm_set_tall_mode(int mode);
+
+/* Whether gk_qgemm_blocking_of takes the blocks of a CPU with a slow L3 for families that
+ * have them (gk_qgemm_kernel.slow_l3_block_div): -1 as the CPU says (the default), 0
+ * never, 1 always.  Returns the previous mode.  For tests, which run both blockings on
+ * any CPU; between calls only. */
+int gk_qgemm_set_slow_l3_mode(int mode);
 
 /* Where QLinearMatMul's float path (float8 a or b) runs the f32 family's FMA micro-kernel
  * instead of its separately rounded one: 1 where every product is exact, so both give the

@@ -81,6 +81,7 @@ cdef extern from "gemmkit/gk_qgemm.h" nogil:
         int smallm_wide_max
         int kc_deep
         void *ucolumn
+        int slow_l3_block_div
 
 
 cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
@@ -136,6 +137,7 @@ cdef extern from "gemmkit/gk_qgemm_driver.h" nogil:
         GK_QGEMM_KCHUNK
     int gk_qgemm_kc(const gk_qgemm_kernel *kern)
     int gk_qgemm_set_tall_mode(int mode)
+    int gk_qgemm_set_slow_l3_mode(int mode)
     int gk_qlinear_f8_set_fma_mode(int mode)
     ctypedef struct gk_qgemm_blocking:
         int kcb, nblk, mc, nc, ms
@@ -224,6 +226,7 @@ cdef extern from "gemmkit/gk_dispatch.h" nogil:
         size_t l1d
         size_t l2
         size_t l3
+        int l3_slow
     const gk_cpu_cache_sizes *gk_cpu_caches()
     int gk_cpu_avx_upper_in_use()
     int gk_isa_level_count()

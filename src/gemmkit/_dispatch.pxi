@@ -46,14 +46,16 @@ def _qgemm_family_info():
     K * N >= 2**20 (smallm_wide_max; 0: none past smallm_max), packed element
     sizes, the depth block kc (deeper products run in blocks of at most kc), kc_deep (0:
     none; the depth block of products whose partial sums exceed half of L2), the depth
-    beyond which the driver runs chunks, and whether the family runs whole columns of
-    tiles itself (ucolumn)."""
+    beyond which the driver runs chunks, whether the family runs whole columns of
+    tiles itself (ucolumn), the fraction of L2 its blocks take on a CPU with a slow L3
+    (slow_l3_block_div; 0: none) and whether this CPU's L3 is one (l3_slow)."""
     cdef const gk_qgemm_kernel *k = gk_qgemm_active()
     return {"isa": k.isa.decode(), "mr": k.mr, "nr": k.nr, "kstep": k.kstep,
             "smallm_max": k.smallm_max, "smallm_wide_max": k.smallm_wide_max,
             "a_elem_bytes": k.a_elem_bytes, "b_elem_bytes": k.b_elem_bytes,
             "kc": gk_qgemm_kc(k), "kc_deep": k.kc_deep, "kchunk": _QGEMM_KCHUNK,
-            "ucolumn": k.ucolumn != NULL}
+            "ucolumn": k.ucolumn != NULL, "slow_l3_block_div": k.slow_l3_block_div,
+            "l3_slow": bool(gk_cpu_caches().l3_slow)}
 
 
 def _qgemm_blocking(int m, int n, int k, bint cached=False):

@@ -21,6 +21,14 @@ def _qgemm_tall_mode(int mode):
     return gk_qgemm_set_tall_mode(mode)
 
 
+def _qgemm_slow_l3_mode(int mode):
+    """Whether the packed path sizes its blocks for a CPU with a slow L3 (families with
+    slow_l3_block_div: each block at most that fraction of L2): -1 as the CPU says (the
+    default; Intel's), 0 never, 1 always; returns the previous mode.  For tests, which run
+    both blockings on any CPU; between calls only."""
+    return gk_qgemm_set_slow_l3_mode(mode)
+
+
 def _qlinear_f8_fma_mode(int mode):
     """Whether QLinearMatMul with a float8 operand runs the float32 family's FMA
     micro-kernel where every product is exact (1, the default), never (0: always its

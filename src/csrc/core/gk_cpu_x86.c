@@ -129,14 +129,17 @@ unsigned gk_cpu_features_x86(void)
 /* Cache sizes (bytes; 0 where not reported) from the deterministic cache parameters:
  * CPUID leaf 4 (Intel) or 0x8000001D (AMD with TOPOEXT), one subleaf per cache, size =
  * ways * partitions * line size * sets; failing those, AMD's legacy 0x80000005 /
- * 0x80000006 (L1D in KB, L2 in KB, L3 in 512 KB units).  CPUID only. */
-void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3)
+ * 0x80000006 (L1D in KB, L2 in KB, L3 in 512 KB units).  CPUID only.  l3_slow: the
+ * vendor is Intel (gk_cpu_cache_sizes). */
+void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3, int *l3_slow)
 {
     unsigned r[4], leaf = 0;
     *l1d = *l2 = *l3 = 0;
     cpuid(0, 0, r);
     const unsigned max_leaf = r[0];
     const int amd = r[1] == 0x68747541u; /* "Auth"enticAMD */
+    /* "GenuineIntel": EBX, EDX, ECX = "Genu", "ineI", "ntel" */
+    *l3_slow = r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu;
     cpuid(0x80000000u, 0, r);
     const unsigned max_ext = r[0];
     if (!amd && max_leaf >= 4) {

@@ -11,7 +11,7 @@
 
 unsigned gk_cpu_features_x86(void);
 unsigned gk_cpu_features_arm(void);
-void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3);
+void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3, int *l3_slow);
 int gk_amx_request_permission(void);
 
 /* ---- levels ------------------------------------------------------------------------ */
@@ -217,12 +217,14 @@ const gk_cpu_cache_sizes *gk_cpu_caches(void)
 {
     if (!caches_done) { /* idempotent: racing threads store the same values */
         size_t l1d = 0, l2 = 0, l3 = 0;
+        int l3_slow = 0;
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-        gk_cpu_caches_x86(&l1d, &l2, &l3);
+        gk_cpu_caches_x86(&l1d, &l2, &l3, &l3_slow);
 #endif
         caches.l1d = l1d;
         caches.l2 = l2;
         caches.l3 = l3;
+        caches.l3_slow = l3_slow;
         caches_done = 1;
     }
     return &caches;

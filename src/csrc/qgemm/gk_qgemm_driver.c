@@ -261,10 +261,29 @@ static size_t gk_qgemm_l2(void)
     return l2;
 }
 
+/* gk_qgemm_set_slow_l3_mode's setting: -1 (the CPU's l3_slow) unless a test changes it. */
+static volatile int slow_l3_mode = -1;
+
+int gk_qgemm_set_slow_l3_mode(int mode)
+{
+    const int old = slow_l3_mode;
+    slow_l3_mode = mode;
+    return old;
+}
+
+/* The divisor of L2 that kern's A and B blocks each stay within on this CPU
+ * (gk_qgemm_kernel.slow_l3_block_div), or 0: the default blocks. */
+static size_t slow_l3_div(const gk_qgemm_kernel *kern)
+{
+    const int mode = slow_l3_mode;
+    const int slow = mode < 0 ? gk_cpu_caches()->l3_slow : mode;
+    return slow && kern->slow_l3_block_div > 0 ? (size_t)kern->slow_l3_block_div : 0;
+}
+
 static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int k, int kc,
                                  gk_qgemm_blocking *bl)
 {
-    const size_t l2 = gk_qgemm_l2();
+    const size_t l2 = gk_qgemm_l2(), div = slow_l3_div(kern);
     k_blocks_of(kern, kc, k, &bl->kcb, &bl->nblk);
     const size_t kbp = round_up((size_t)bl->kcb, (size_t)kern->kstep);
     size_t nc = n > 0 ? (size_t)n : 1, mc = m > 0 ? (size_t)m : 1, ms = mc;
@@ -273,12 +292,22 @@ static void gk_qgemm_blocking_at(const gk_qgemm_kernel *kern, int m, int n, int 
          * kbp x nc: as large as L2 (each micro-panel streams through L1 once per A block,
          * and a larger block packs A less often), at most 1 MB for few rows
          * (GK_QGEMM_FEW_ROWS).  Measured on Zen 4 (1 MB L2) against a quarter / a half:
-         * +1..4% at 1024^3, 2048^3, 128 x 4096^2, both families. */
-        const size_t bmax = m <= GK_QGEMM_FEW_ROWS && l2 > GK_QGEMM_FEW_ROWS_B_BYTES
+         * +1..4% at 1024^3, 2048^3, 128 x 4096^2, both families.
+         * Where L3 is slow (slow_l3_div), each block at most L2 / div.  The A block, the B
+         * micro-panel, the output tiles and the partial sums of a pass then fit L2 with
+         * room to spare; a miss costs 5x as much as on Zen.  Cascade Lake (1 MB L2, L3
+         * read 22.6 GB/s), avx512vnni, one thread, in one process, 11 interleaved runs,
+         * quarters against the blocks above: 1024^3 1.09x, 2048^3 1.16x, 512 x 4096^2
+         * 1.06x, 128 x 4096^2 1.04x, 128 x 768 x 3072 1.07x, 200 x 1000 x 3000 1.07x,
+         * 256 x 4096^2, 384 x 768 x 3072 and 4096 x 1024^2 1.00-1.01x.  The avx2 family
+         * (kc 1024, a quarter of the vpdpbusd rate) measured 0.83-0.93x with them. */
+        const size_t bmax = div ? l2 / div
+                            : m <= GK_QGEMM_FEW_ROWS && l2 > GK_QGEMM_FEW_ROWS_B_BYTES
                                 ? GK_QGEMM_FEW_ROWS_B_BYTES
                                 : l2;
         size_t ncap = bmax / (kbp * (size_t)kern->b_elem_bytes) / kern->nr * kern->nr;
-        size_t mcap = l2 / 2 / (kbp * (size_t)kern->a_elem_bytes) / kern->mr * kern->mr;
+        size_t mcap = l2 / (div ? div : 2) / (kbp * (size_t)kern->a_elem_bytes) / kern->mr *
+                      kern->mr;
         if (ncap < (size_t)kern->nr)
             ncap = kern->nr;
         if (mcap < (size_t)kern->mr)

@@ -419,4 +419,5 @@ const gk_qgemm_kernel gk_qgemm_u8s8_avx512vnni = {
     0,    /* kc_deep: kc throughout */
     NULL, /* ucolumn: one ukernel call per tile */
     gk_qgemm_u8s8_avx512vnni_tall, gk_x86_tall_takes_vnni,
+    4,    /* slow_l3_block_div: quarter-L2 blocks on a slow L3 (gk_qgemm_blocking_of) */
 };
