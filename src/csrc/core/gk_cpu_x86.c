@@ -1,6 +1,8 @@
 /* x86 feature detection: CPUID for what the CPU has, XGETBV for what the OS saves.
  * A 256-bit path needs XCR0 bits 1-2 (SSE, AVX state); a 512-bit path also bits 5-7
  * (opmask, ZMM_Hi256, Hi16_ZMM).  Runs no SIMD instruction. */
+#include <string.h>
+
 #include "gemmkit/gk_dispatch.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
@@ -29,6 +31,13 @@ static unsigned long long xgetbv(unsigned ecx)
     return ((unsigned long long)hi << 32) | lo;
 }
 #endif
+
+/* Whether CPUID leaf 0's r names vendor v (12 chars: EBX, EDX, ECX in that order). */
+static int vendor_is(const unsigned r[4], const char *v)
+{
+    const unsigned w[3] = {r[1], r[3], r[2]};
+    return memcmp(w, v, 12) == 0;
+}
 
 /* XINUSE (XGETBV with ECX = 1) bits 2 and 6: the upper halves of ymm0-15 / zmm0-15 hold
  * something (VZEROUPPER clears both).  1 / 0, or -1 where the CPU cannot say (no AVX, or
@@ -72,8 +81,7 @@ unsigned gk_cpu_features_x86(void)
     unsigned r[4], f = 0, max_leaf;
     cpuid(0, 0, r);
     max_leaf = r[0];
-    /* vendor "AuthenticAMD": EBX, EDX, ECX = "Auth", "enti", "cAMD" */
-    const int amd = r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;
+    const int amd = vendor_is(r, "AuthenticAMD");
     if (max_leaf < 1)
         return 0;
     cpuid(1, 0, r);
@@ -137,9 +145,8 @@ void gk_cpu_caches_x86(size_t *l1d, size_t *l2, size_t *l3, int *l3_slow)
     *l1d = *l2 = *l3 = 0;
     cpuid(0, 0, r);
     const unsigned max_leaf = r[0];
-    const int amd = r[1] == 0x68747541u; /* "Auth"enticAMD */
-    /* "GenuineIntel": EBX, EDX, ECX = "Genu", "ineI", "ntel" */
-    *l3_slow = r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu;
+    const int amd = vendor_is(r, "AuthenticAMD");
+    *l3_slow = vendor_is(r, "GenuineIntel");
     cpuid(0x80000000u, 0, r);
     const unsigned max_ext = r[0];
     if (!amd && max_leaf >= 4) {
